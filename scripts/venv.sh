@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Create (or reuse) the project venv at $RBD_VENV (default: .venv) with the core,
+# the test oracle (Pinocchio + example-robot-data), the ROS 2 Jazzy wheels from
+# PyPI and the build tools for rbd_ros_interfaces; then build the interfaces into it.
+# Idempotent: a second run only re-checks.  Prints the venv path last.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv=${RBD_VENV:-$root/.venv}
+py=${PYTHON:-python3}
+if [ ! -x "$venv/bin/python" ]; then
+  "$py" -m venv "$venv"
+  "$venv/bin/pip" install -q --upgrade pip
+fi
+stamp="$venv/.rbd_ros_installed"
+if [ ! -f "$stamp" ] || [ "$root/setup.py" -nt "$stamp" ]; then
+  "$venv/bin/pip" install -q -e "$root[test,ros-build]"
+  touch "$stamp"
+fi
+if [ -d "$root/rbd_ros_interfaces" ]; then
+  bash "$root/scripts/build_interfaces.sh" "$venv"
+fi
+echo "$venv"

