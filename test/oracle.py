@@ -322,6 +322,13 @@ class Oracle:
         """One random wrench per URDF link, rows in rbd_ros's link order."""
         return rng.uniform(-scale, scale, (len(self.layout.link_names), 6))
 
+    def deepest_link(self):
+        """A URDF link carried by the joint with the most ancestors."""
+        m = self.model
+        depth = {n: len(m.supports[m.frames[m.getFrameId(n, pin.FrameType.BODY)].parentJoint])
+                 for n in self.layout.link_names}
+        return max(self.layout.link_names, key=lambda n: depth[n])
+
     # ---------------------------------------------------------- external forces
     def fext_to_pin(self, q_full, f_ext, frame="local"):
         """Per-link wrenches -> Pinocchio's per-joint wrenches (joint frames).
@@ -388,7 +395,8 @@ class Oracle:
         data = self.model.createData()  # fresh Data: pin's crba is touchy about reuse
         H = pin.crba(self.model, data, qf).copy()
         H = np.triu(H) + np.triu(H, 1).T
-        return self.reduce_matrix(H)
+        H = self.reduce_matrix(H)
+        return 0.5 * (H + H.T)
 
     def coriolis_matrix(self, q, v):
         qf, vf, _ = self._full(q, v)
