@@ -81,6 +81,10 @@ def time_pair(fa, fb, repeats, sample_s, warmup=20):
 
 
 def time_one(fn, repeats, sample_s, warmup=3):
+    """Median ns per call of fn alone (used for the multi-threaded batches: timed
+    in blocks, after a pause, so one library's idle-spinning OpenMP workers do
+    not steal the cores from the other's)."""
+    time.sleep(0.05)
     for _ in range(warmup):
         fn()
     n = _inner_for(fn, sample_s)
@@ -229,7 +233,8 @@ def bench_batch(r: Robot, checks: Checks, threads, repeats):
             ref = np.stack([r.to_ours(np.array(x)) for x in loops[name]()])
         for i in range(N):  # each state on its own scale
             checks.close(f"{r.name} batch {name}", got[i], ref[i])
-        t_ours, t_loop = time_pair(ours[name], loops[name], repeats, 0.0, warmup=2)
+        t_ours = time_one(ours[name], repeats, 0.0, warmup=2)
+        t_loop = time_one(loops[name], repeats, 0.0, warmup=2)
         rows.append((r.name, m.nv, f"batch{N} {name}", t_ours / 1e3, t_loop / 1e3,
                      t_ours / t_loop, "pin loop"))
         if name in parallel:
@@ -325,6 +330,20 @@ def bench_build(repeats):
 
 
 # ---------------------------------------------------------------------- main
+def _loadavg():
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
+def _threading_layer():
+    try:
+        import numba
+        return numba.threading_layer()
+    except Exception:  # noqa: BLE001 - known only after a parallel kernel ran
+        return "threading layer not chosen yet"
+
 def fmt_table(rows):
     head = ("robot", "nv", "function", "rbd_ros µs", "pinocchio µs", "ratio", "pinocchio side")
     lines = [f"{head[0]:<14}{head[1]:>4}  {head[2]:<24}{head[3]:>12}{head[4]:>14}{head[5]:>8}  {head[6]}"]
@@ -361,7 +380,8 @@ def main(argv=None):
         nthreads = "?"
     print(f"rbd_ros vs Pinocchio {pin.__version__}; Python {sys.version.split()[0]}, "
           f"numpy {np.__version__}, {os.cpu_count()} CPUs, batch threads: pin {args.threads}, "
-          f"numba {nthreads}; {'quick' if quick else 'full'} mode, median of {repeats} samples")
+          f"numba {nthreads}; {'quick' if quick else 'full'} mode, "
+          f"median of {repeats} samples; load average before: {_loadavg()}")
     checks = Checks()
     results = {"single_and_batch": [], "memory": [], "cold_start": {}, "build": {}}
     rows = []
@@ -401,7 +421,9 @@ def main(argv=None):
                   f"whole process {res['process_wall']:.3f})")
         results["cold_start"] = {"warm": warm, "cold": cold}
 
-    print(f"\nagreement with Pinocchio: {checks.n - len(checks.failures)} of {checks.n} "
+    print(f"\nnumba threading layer: {_threading_layer()}; load average after: {_loadavg()} "
+          "(other processes on the machine make the times noisy)")
+    print(f"agreement with Pinocchio: {checks.n - len(checks.failures)} of {checks.n} "
           f"checks within {TOL:g} (worst {max(checks.worst.values(), default=0.0):.1e})")
     for f in checks.failures[:50]:
         print("  FAIL", f)
