@@ -26,7 +26,7 @@ sweep per constraint (the articulated inertias are reused),
 which is the reduced dynamics exactly, at O(n (1 + n_mimic)).
 """
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit, prange
 
 from ..joints import FREE, free_dof_to_spatial
 from ..layout import (C_FV, C_JTYPE, C_MASS, C_MIMIC, C_MULT, C_PARENT, C_VI, H_GRAV, H_NB, H_NMIM, H_NVF, W_ABA,
@@ -300,9 +300,9 @@ def aba_fext_k(md, ws, q, v, tau, fext, fext_world, out):
 
 
 @njit(**dict(JIT, parallel=True))
-def aba_batch_k(md, Q, V, T, fext, fext_world, OUT, status):
+def aba_batch_k(md, Q, V, T, fext, fext_world, OUT, status, nthreads):
     N = Q.shape[0]
-    nth = min(get_num_threads(), max(N, 1))
+    nth = min(nthreads, max(N, 1))
     chunk = (N + nth - 1) // nth
     wsize = workspace_size(md)
     for t in prange(nth):

@@ -19,7 +19,7 @@ add ``m_a m_b`` times their entry to their masters' rows and columns, which
 is H = G^T H_full G.
 """
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit, prange
 
 from ..layout import (C_MASS, C_MULT, C_PARENT, H_NB, H_NMIM, H_NVF, W_COR, W_IC, W_RNEA, W_WORLD, body_row,
                       region_offsets, workspace_size)
@@ -94,9 +94,9 @@ def crba_k(md, ws, q, H):
 
 
 @njit(**dict(JIT, parallel=True))
-def crba_batch_k(md, Q, OUT, status):
+def crba_batch_k(md, Q, OUT, status, nthreads):
     N = Q.shape[0]
-    nth = min(get_num_threads(), max(N, 1))
+    nth = min(nthreads, max(N, 1))
     chunk = (N + nth - 1) // nth
     wsize = workspace_size(md)
     for t in prange(nth):

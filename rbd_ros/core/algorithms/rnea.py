@@ -14,7 +14,7 @@ A mimic joint's qd/qdd are ``multiplier * master``; its tau_i is folded into
 the master's (``tau_master += multiplier * S_i^T f_i``), i.e. tau = G^T tau_full.
 """
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit, prange
 
 from ..joints import FREE, REVOLUTE, free_dof_to_spatial
 from ..layout import (C_AXIS, C_JTYPE, C_MASS, C_MULT, C_PARENT, C_VI, H_GRAV, H_NB, H_NMIM, H_NVF, W_RNEA,
@@ -222,11 +222,11 @@ def bias_k(md, ws, q, v, out):
 
 
 @njit(**dict(JIT, parallel=True))
-def rnea_batch_k(md, Q, V, A, fext, fext_world, use_v, use_a, OUT, status):
+def rnea_batch_k(md, Q, V, A, fext, fext_world, use_v, use_a, OUT, status, nthreads):
     """Row n of OUT = rnea(Q[n], V[n], A[n], fext[n]); fext is (N, nb, 6) or (0, nb, 6).
     States are split into one chunk per thread, each with its own workspace."""
     N = Q.shape[0]
-    nth = min(get_num_threads(), max(N, 1))
+    nth = min(nthreads, max(N, 1))
     chunk = (N + nth - 1) // nth
     wsize = workspace_size(md)
     for t in prange(nth):
