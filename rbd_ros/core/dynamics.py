@@ -9,7 +9,7 @@ import numpy as np
 from numba import get_num_threads
 
 from .algorithms.aba import aba_batch_k, aba_fext_k, aba_k
-from .algorithms.common import BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_V, OK, SINGULAR
+from .algorithms.common import BAD_FEXT, BAD_Q, BAD_QUAT, BAD_V, OK, SINGULAR
 from .algorithms.coriolis import coriolis_k
 from .algorithms.crba import crba_batch_k, crba_k
 from .algorithms.forward_dynamics import forward_dynamics_batch_k, forward_dynamics_fext_k, forward_dynamics_k

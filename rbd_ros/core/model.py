@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .joints import FREE
-from .layout import (C_JTYPE, C_MULT, C_PARENT, C_VI, H_GRAV, H_NB, H_NMIM, H_NQ, H_NV, H_NVF,
+from .layout import (C_JTYPE, C_PARENT, C_VI, H_GRAV, H_NB, H_NMIM, H_NQ, H_NV, H_NVF,
                      H_OFF_BODY, H_OFF_DOFPAR, H_OFF_MIMIC, HEADER, NCOL, workspace_size)
 
 
