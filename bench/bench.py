@@ -222,8 +222,12 @@ def bench_batch(r: Robot, checks: Checks, threads, repeats):
             ref = np.stack([r.to_ours(np.array(x)) for x in loops[name]()])
         for i in range(N):  # each state on its own scale
             checks.close(f"{r.name} batch {name}", got[i], ref[i])
+        # Each side in its own block, back to back after its own warm-up: that is
+        # batch throughput.  Interleaving would time the wake-up of OpenMP workers
+        # that went to sleep during the other side's serial loop: ~8 ms per call
+        # when another process keeps the second core busy.
         fns = [ours[name], loops[name]] + ([parallel[name][1]] if name in parallel else [])
-        t_ours, t_loop, *t_par = time_group(fns, repeats, 0.0, warmup=2)
+        t_ours, t_loop, *t_par = [time_group([f], repeats, 0.0, warmup=3)[0] for f in fns]
         rows.append((r.name, m.nv, f"batch{N} {name}", t_ours / 1e3, t_loop / 1e3,
                      t_ours / t_loop, "pin loop"))
         if name in parallel:
