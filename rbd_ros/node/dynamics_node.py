@@ -119,6 +119,17 @@ PARAMETERS = [
 ]
 
 
+def _short(names, n=10):
+    return str(list(names[:n]))[:-1] + (", ...]" if len(names) > n else "]")
+
+
+def _msg(msg_type):
+    try:
+        return msg_type(check_fields=True)
+    except TypeError:  # distributions before Jazzy: setters always check (and keep arrays)
+        return msg_type()
+
+
 class Stats:
     """Counters and timing of the control path (written by the control thread only)."""
 
@@ -298,14 +309,22 @@ class DynamicsNode:
 
     def _attach_messages(self, rt):
         """Preallocated output messages sharing the runtime's buffers."""
+        # The messages hold the runtime's array.array buffers themselves, so the control path
+        # only writes numbers into them.  Constructors copy, and without check_fields the
+        # setters copy too (Jazzy), so build with check_fields=True and assign via the setters;
+        # rt.shared says whether that worked (else the control path reassigns per message).
         names = list(rt.out_names)
-        rt.msg_g = Float64MultiArray(data=rt.g_buf)
-        rt.msg_b = Float64MultiArray(data=rt.b_buf)
+        rt.msg_g, rt.msg_b, rt.msg_h = _msg(Float64MultiArray), _msg(Float64MultiArray), \
+            _msg(Float64MultiArray)
+        rt.msg_g.data, rt.msg_b.data, rt.msg_h.data = rt.g_buf, rt.b_buf, rt.h_buf
         for m in (rt.msg_g, rt.msg_b):
             m.layout.dim = [MultiArrayDimension(label="joints", size=rt.nout, stride=rt.nout)]
-        rt.msg_gs = JointState(name=names, effort=rt.g_buf)
-        rt.msg_bs = JointState(name=names, effort=rt.b_buf)
-        rt.msg_h = Float64MultiArray(data=rt.h_buf)
+        rt.msg_gs, rt.msg_bs = _msg(JointState), _msg(JointState)
+        rt.msg_gs.name, rt.msg_bs.name = names, list(names)
+        rt.msg_gs.effort, rt.msg_bs.effort = rt.g_buf, rt.b_buf
+        rt.shared = (rt.msg_g.data is rt.g_buf and rt.msg_b.data is rt.b_buf
+                     and rt.msg_h.data is rt.h_buf and rt.msg_gs.effort is rt.g_buf
+                     and rt.msg_bs.effort is rt.b_buf)
         rt.msg_h.layout.dim = [
             MultiArrayDimension(label="rows", size=rt.nout, stride=rt.nout * rt.nout),
             MultiArrayDimension(label="cols", size=rt.nout, stride=rt.nout)]
@@ -337,7 +356,13 @@ class DynamicsNode:
         return True
 
     def _on_description(self, msg: String):
-        self._try_swap(msg.data, "topic " + self.node.resolve_topic_name(TOPIC_DESCRIPTION))
+        where = "topic " + self.node.resolve_topic_name(TOPIC_DESCRIPTION)
+        try:
+            self._try_swap(msg.data, where)
+        except Exception as e:  # anything unexpected: keep the old model, keep running
+            text = f"robot description from {where} rejected: {type(e).__name__}: {e}"
+            self.log.error(text)
+            self.stats.error(text)
 
     # ----------------------------------------------------------- control path
     def _on_joint_state(self, msg: JointState):
@@ -392,6 +417,10 @@ class DynamicsNode:
             self.log.error(text, throttle_duration_sec=2.0)
             return
         stamp = msg.header.stamp
+        if not rt.shared:
+            rt.msg_g.data = rt.msg_gs.effort = rt.g_buf
+            rt.msg_b.data = rt.msg_bs.effort = rt.b_buf
+            rt.msg_h.data = rt.h_buf
         self.pub_g.publish(rt.msg_g)
         rt.msg_gs.header.stamp = stamp
         self.pub_gs.publish(rt.msg_gs)
@@ -460,8 +489,14 @@ class DynamicsNode:
                 status.message = "streaming"
             else:
                 status.level = DiagnosticStatus.WARN
-                missing = rt.missing_or_stale(now, self.max_state_age)
-                status.message = f"waiting for joint states of {missing[:10]}"
+                missing, stale = rt.missing_and_stale(now, self.max_state_age)
+                parts = []
+                if missing:
+                    parts.append(f"never received {_short(missing)}")
+                if stale:
+                    parts.append(f"older than max_state_age {self.max_state_age:g} s "
+                                 f"{_short(stale)}")
+                status.message = "waiting for joint states: " + "; ".join(parts)
             kv += [KeyValue(key="model", value=rt.model.name),
                    KeyValue(key="dof", value=str(rt.ndof)),
                    KeyValue(key="floating_base", value=str(rt.floating).lower()),
@@ -522,13 +557,18 @@ class DynamicsNode:
             bg.shutdown(timeout_sec=1.0)
 
     def _spin_background(self, ex):
-        try:
-            while (self.context or rclpy.get_default_context()).ok():
+        ctx = self.context or rclpy.get_default_context()
+        while ctx.ok():
+            try:
                 ex.spin_once(timeout_sec=0.1)
-        except (rclpy.executors.ExternalShutdownException, KeyboardInterrupt):
-            pass
-        except Exception as e:  # keep a record; the control path continues
-            self.log.error(f"background executor stopped: {type(e).__name__}: {e}")
+            except (rclpy.executors.ExternalShutdownException, KeyboardInterrupt):
+                return
+            except Exception as e:  # a failing callback must not stop services/diagnostics
+                if not ctx.ok():
+                    return
+                text = f"background callback failed: {type(e).__name__}: {e}"
+                self.stats.error(text)
+                self.log.error(text, throttle_duration_sec=1.0)
 
     def destroy(self):
         self.control.destroy_node()

@@ -214,9 +214,12 @@ class Runtime:
             return now - oldest <= max_age
         return oldest > -math.inf
 
-    def missing_or_stale(self, now: float, max_age: float):
-        return [self.dof_names[i] for i in range(self.ndof)
-                if self.stamp[i] == -math.inf or (max_age > 0 and now - self.stamp[i] > max_age)]
+    def missing_and_stale(self, now: float, max_age: float):
+        """(DOFs never received, DOFs older than max_age)."""
+        missing = [self.dof_names[i] for i in range(self.ndof) if self.stamp[i] == -math.inf]
+        stale = [self.dof_names[i] for i in range(self.ndof)
+                 if self.stamp[i] > -math.inf and max_age > 0 and now - self.stamp[i] > max_age]
+        return missing, stale
 
     def adopt_state(self, old: "Runtime") -> None:
         """Carry the latest joint values over from the previous model (same names)."""
@@ -262,6 +265,9 @@ class Runtime:
 def build_runtime(urdf_text: str, *, floating_base: bool, mimic: bool, gravity, joints,
                   source: str) -> Runtime:
     """Parse a URDF and build a Runtime (raises rbd.ModelError / ValueError on bad input)."""
+    if "<" not in urdf_text:
+        raise rbd.ModelError(f"the robot description is not URDF XML (starts with "
+                             f"{urdf_text[:40]!r})")
     g = [float(x) for x in gravity]
     if len(g) != 3 or not all(math.isfinite(x) for x in g):
         raise rbd.ModelError(f"parameter gravity: expected 3 finite numbers, got {list(gravity)}")
