@@ -1,0 +1,20 @@
+"""rbd_ros.core: rigid-body dynamics on kinematic trees (Featherstone's algorithms).
+
+ROS-free; depends on numpy, numba and urdf-parser-py only.
+
+    import rbd_ros.core as rbd
+    model = rbd.Model.from_urdf("robot.urdf")         # or the URDF XML text
+    tau = rbd.rnea(model, q, v, a)                     # inverse dynamics
+    g = rbd.gravity(model, q)                          # gravity torques
+    H = rbd.crba(model, q)                             # joint-space inertia
+    qdd = rbd.forward_dynamics(model, q, v, tau)       # CRBA + LᵀDL
+    qdd = rbd.aba(model, q, v, tau)                    # articulated-body algorithm
+
+Conventions: see the README (joint order, free-flyer layout, wrench frames, SI units).
+"""
+from .dynamics import (FEXT_FRAMES, aba, bias, coriolis_matrix, crba, forward_dynamics, gravity, ltdl, ltdl_solve,
+                       ltdl_unpack, rnea)
+from .model import Model, ModelError
+
+__all__ = ["Model", "ModelError", "rnea", "gravity", "bias", "coriolis_matrix", "crba", "forward_dynamics", "aba",
+           "ltdl", "ltdl_solve", "ltdl_unpack", "FEXT_FRAMES"]

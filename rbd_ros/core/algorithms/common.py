@@ -1,0 +1,104 @@
+"""Pieces every algorithm shares: joint transforms, motion subspaces, input checks.
+
+Bodies are addressed by the offset ``o`` of their row in the model vector
+(``layout.body_row``)."""
+import numpy as np
+from numba import njit
+
+from ..joints import FREE, REVOLUTE, free_dof_to_spatial, free_transform, prismatic_transform, revolute_transform
+from ..layout import C_AXIS, C_ET, C_JTYPE, C_MULT, C_OFFSET, C_QI, C_VI
+from ..spatial import INLINE
+
+# status codes returned by the kernels (the Python layer turns them into ValueErrors)
+OK = 0
+BAD_Q = 1
+BAD_V = 2
+BAD_A = 3          # a, or tau for forward dynamics
+BAD_QUAT = 4
+SINGULAR = 5
+BAD_FEXT = 6
+
+
+@njit(**INLINE)
+def all_finite(x):
+    for k in range(x.shape[0]):
+        if not np.abs(x[k]) < np.inf:
+            return False
+    return True
+
+
+@njit(**INLINE)
+def joint_transform(md, o, q, X, ox):
+    """X[ox:ox+12] = X_J(q) X_T for the body whose row starts at md[o].
+    Returns False for a free joint whose quaternion has zero norm."""
+    jt = int(md[o + C_JTYPE])
+    qi = int(md[o + C_QI])
+    if jt == FREE:
+        return free_transform(md, o + C_ET, q, qi, X, ox)
+    x = md[o + C_MULT] * q[qi] + md[o + C_OFFSET]
+    if jt == REVOLUTE:
+        revolute_transform(md, o + C_ET, md, o + C_AXIS, x, X, ox)
+    else:
+        prismatic_transform(md, o + C_ET, md, o + C_AXIS, x, X, ox)
+    return True
+
+
+@njit(**INLINE)
+def ncols(md, o):
+    """Number of columns of the body's motion subspace S."""
+    return 6 if int(md[o + C_JTYPE]) == FREE else 1
+
+
+@njit(**INLINE)
+def dof(md, o, c):
+    """Index in the user's v of column c of the body's S (the master's for a mimic joint)."""
+    return int(md[o + C_VI]) + c
+
+
+@njit(**INLINE)
+def S_column(md, o, c, out, oo):
+    """out[oo:oo+6] = column c of S (internal [w; v] order)."""
+    for k in range(6):
+        out[oo + k] = 0.0
+    jt = int(md[o + C_JTYPE])
+    if jt == FREE:
+        out[oo + free_dof_to_spatial(c)] = 1.0
+    elif jt == REVOLUTE:
+        for k in range(3):
+            out[oo + k] = md[o + C_AXIS + k]
+    else:
+        for k in range(3):
+            out[oo + 3 + k] = md[o + C_AXIS + k]
+
+
+@njit(**INLINE)
+def S_dot(md, o, c, f, of):
+    """(column c of S)^T f[of:of+6]."""
+    jt = int(md[o + C_JTYPE])
+    if jt == FREE:
+        return f[of + free_dof_to_spatial(c)]
+    a = o + C_AXIS
+    if jt == REVOLUTE:
+        return md[a] * f[of] + md[a + 1] * f[of + 1] + md[a + 2] * f[of + 2]
+    return md[a] * f[of + 3] + md[a + 1] * f[of + 4] + md[a + 2] * f[of + 5]
+
+
+@njit(**INLINE)
+def joint_motion(md, o, v, out, oo):
+    """out[oo:oo+6] = S qd, the joint's spatial velocity in the body frame for
+    the user's v (mimic multiplier applied; free joint v = [v; w])."""
+    jt = int(md[o + C_JTYPE])
+    vi = int(md[o + C_VI])
+    if jt == FREE:
+        for k in range(6):
+            out[oo + free_dof_to_spatial(k)] = v[vi + k]
+        return
+    x = md[o + C_MULT] * v[vi]
+    for k in range(6):
+        out[oo + k] = 0.0
+    if jt == REVOLUTE:
+        for k in range(3):
+            out[oo + k] = md[o + C_AXIS + k] * x
+    else:
+        for k in range(3):
+            out[oo + 3 + k] = md[o + C_AXIS + k] * x

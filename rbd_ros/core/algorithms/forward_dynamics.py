@@ -1,0 +1,62 @@
+"""Forward dynamics through the joint-space inertia matrix (RBDA §6.1):
+
+    b    = RNEA(q, v, 0, f_ext)      (bias forces, gravity and f_ext included)
+    H    = CRBA(q)
+    qdd  = H^-1 (tau - b)            (LᵀDL with branch-induced sparsity)
+"""
+import numpy as np
+from numba import get_num_threads, njit, prange
+
+from ..layout import H_NB, H_NMIM, H_NV, H_NVF, region_offsets, workspace_size
+from ..spatial import JIT
+from .common import BAD_A, OK, SINGULAR, all_finite
+from .crba import crba_into
+from .ltdl import ltdl_factor, ltdl_solve_inplace
+from .rnea import rnea_into
+
+
+@njit(**JIT)
+def forward_dynamics_into(md, ws, q, v, tau, fext, fext_world, out):
+    if not all_finite(tau):
+        return BAD_A
+    st = rnea_into(md, ws, q, v, v, fext, fext_world, True, False, out)
+    if st != OK:
+        return st
+    nv = int(md[H_NV])
+    o_mat = region_offsets(int(md[H_NB]), int(md[H_NVF]), int(md[H_NMIM]))[6]
+    H = ws[o_mat:o_mat + nv * nv].reshape((nv, nv))
+    st = crba_into(md, ws, q, H)
+    if st != OK:
+        return st
+    if not ltdl_factor(md, H):
+        return SINGULAR
+    for k in range(nv):
+        out[k] = tau[k] - out[k]
+    ltdl_solve_inplace(md, H, out)
+    return OK
+
+
+@njit(**JIT)
+def forward_dynamics_k(md, ws, q, v, tau, out):
+    return forward_dynamics_into(md, ws, q, v, tau, ws[:0].reshape((0, 6)), False, out)
+
+
+@njit(**JIT)
+def forward_dynamics_fext_k(md, ws, q, v, tau, fext, fext_world, out):
+    return forward_dynamics_into(md, ws, q, v, tau, fext, fext_world, out)
+
+
+@njit(**dict(JIT, parallel=True))
+def forward_dynamics_batch_k(md, Q, V, T, fext, fext_world, OUT, status):
+    N = Q.shape[0]
+    nth = min(get_num_threads(), max(N, 1))
+    chunk = (N + nth - 1) // nth
+    wsize = workspace_size(md)
+    for t in prange(nth):
+        ws = np.empty(wsize)
+        nofext = ws[:0].reshape((0, 6))
+        for n in range(t * chunk, min(N, (t + 1) * chunk)):
+            if fext.shape[0] == N:
+                status[n] = forward_dynamics_into(md, ws, Q[n], V[n], T[n], fext[n], fext_world, OUT[n])
+            else:
+                status[n] = forward_dynamics_into(md, ws, Q[n], V[n], T[n], nofext, fext_world, OUT[n])

@@ -1,0 +1,239 @@
+"""Recursive Newton-Euler Algorithm (RBDA Table 5.1).
+
+    v_0 = 0,  a_0 = -a_g
+    for i = 1..N:
+        X_i  = X_J(q_i) X_T(i)
+        v_i  = X_i v_λ(i) + S_i qd_i
+        a_i  = X_i a_λ(i) + S_i qdd_i + v_i x S_i qd_i
+        f_i  = I_i a_i + v_i x* I_i v_i - f_i^ext
+    for i = N..1:
+        tau_i = S_i^T f_i
+        f_λ(i) += X_i^T f_i
+
+A mimic joint's qd/qdd are ``multiplier * master``; its tau_i is folded into
+the master's (``tau_master += multiplier * S_i^T f_i``), i.e. tau = G^T tau_full.
+"""
+import numpy as np
+from numba import get_num_threads, njit, prange
+
+from ..joints import FREE, REVOLUTE, free_dof_to_spatial
+from ..layout import (C_AXIS, C_JTYPE, C_MASS, C_MULT, C_PARENT, C_VI, H_GRAV, H_NB, H_NMIM, H_NVF, W_RNEA,
+                      W_WORLD, body_row, region_offsets, workspace_size)
+from ..spatial import INLINE, JIT, cross_force_add, inertia_mul, rot_mul, x_force, x_motion, xT_force_add
+from .common import BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_V, OK, all_finite, joint_transform
+
+# per-body slots in the RNEA workspace region
+X_, V_, A_, F_ = 0, 12, 18, 24
+
+
+@njit(**INLINE)
+def world_placement(md, ws, i, oX, oW):
+    """World -> body i transform into the world region (needs the parent's)."""
+    p = int(md[body_row(md, i) + C_PARENT])
+    x = oX + i * W_RNEA
+    w = oW + i * W_WORLD
+    if p < 0:
+        for k in range(12):
+            ws[w + k] = ws[x + k]
+        return
+    wp = oW + p * W_WORLD
+    rot_mul(ws, x, ws, wp, ws, w)               # E0_i = E_i E0_p
+    for k in range(3):                          # r0_i = r0_p + E0_p^T r_i
+        ws[w + 9 + k] = (ws[wp + 9 + k] + ws[wp + k] * ws[x + 9] + ws[wp + 3 + k] * ws[x + 10]
+                         + ws[wp + 6 + k] * ws[x + 11])
+
+
+@njit(**JIT)
+def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
+    """tau = ID(q, v, a, fext) into ``out`` (length nv).
+
+    ``fext`` is (nb, 6) per *body* ([n; f] order) in the body frame, or in the
+    world frame about the world origin if ``fext_world``; a (0, 6) array means
+    none.  ``use_v``/``use_a`` False treat v/a as zero without reading them.
+    Returns a status code (common.OK on success)."""
+    nb = int(md[H_NB])
+    if not all_finite(q):
+        return BAD_Q
+    if use_v and not all_finite(v):
+        return BAD_V
+    if use_a and not all_finite(a):
+        return BAD_A
+    has_fext = fext.shape[0] == nb
+    if has_fext:
+        for i in range(nb):
+            if not all_finite(fext[i]):
+                return BAD_FEXT
+    offs = region_offsets(nb, int(md[H_NVF]), int(md[H_NMIM]))
+    oR = offs[0]
+    oW = offs[1]
+    t = offs[5]                 # scratch: I v at t, X* fext at t + 6
+    g0 = md[H_GRAV]
+    g1 = md[H_GRAV + 1]
+    g2 = md[H_GRAV + 2]
+
+    # ---- forward pass: X_i, v_i, a_i, f_i
+    for i in range(nb):
+        o = body_row(md, i)
+        x = oR + i * W_RNEA
+        if not joint_transform(md, o, q, ws, x + X_):
+            return BAD_QUAT
+        p = int(md[o + C_PARENT])
+        jt = int(md[o + C_JTYPE])
+        if p >= 0:
+            xp = oR + p * W_RNEA
+            if use_v:
+                x_motion(ws, x + X_, ws, xp + V_, ws, x + V_)
+            x_motion(ws, x + X_, ws, xp + A_, ws, x + A_)
+        else:
+            # v_0 = 0 and a_0 = -a_g:  X a_0 = [0; -E g]
+            for k in range(6):
+                ws[x + V_ + k] = 0.0
+            for k in range(3):
+                ws[x + A_ + k] = 0.0
+                ws[x + A_ + 3 + k] = -(ws[x + 3 * k] * g0 + ws[x + 3 * k + 1] * g1 + ws[x + 3 * k + 2] * g2)
+        vi = int(md[o + C_VI])
+        if jt == FREE:
+            if use_a:
+                for k in range(6):
+                    ws[x + A_ + free_dof_to_spatial(k)] += a[vi + k]
+            if use_v:
+                # a_i += v_i x (S qd); with v_i = X v_p + S qd that is (X v_p) x (S qd)
+                w0 = ws[x + V_]
+                w1 = ws[x + V_ + 1]
+                w2 = ws[x + V_ + 2]
+                l0 = ws[x + V_ + 3]
+                l1 = ws[x + V_ + 4]
+                l2 = ws[x + V_ + 5]
+                s0 = v[vi + 3]
+                s1 = v[vi + 4]
+                s2 = v[vi + 5]
+                s3 = v[vi]
+                s4 = v[vi + 1]
+                s5 = v[vi + 2]
+                ws[x + A_] += w1 * s2 - w2 * s1
+                ws[x + A_ + 1] += w2 * s0 - w0 * s2
+                ws[x + A_ + 2] += w0 * s1 - w1 * s0
+                ws[x + A_ + 3] += w1 * s5 - w2 * s4 + l1 * s2 - l2 * s1
+                ws[x + A_ + 4] += w2 * s3 - w0 * s5 + l2 * s0 - l0 * s2
+                ws[x + A_ + 5] += w0 * s4 - w1 * s3 + l0 * s1 - l1 * s0
+                ws[x + V_] += s0
+                ws[x + V_ + 1] += s1
+                ws[x + V_ + 2] += s2
+                ws[x + V_ + 3] += s3
+                ws[x + V_ + 4] += s4
+                ws[x + V_ + 5] += s5
+        else:
+            m = md[o + C_MULT]
+            u0 = md[o + C_AXIS]
+            u1 = md[o + C_AXIS + 1]
+            u2 = md[o + C_AXIS + 2]
+            # revolute: S = [u; 0] at slot 0, prismatic: S = [0; u] at slot 3
+            s = 0 if jt == REVOLUTE else 3
+            if use_a:
+                qdd = m * a[vi]
+                ws[x + A_ + s] += u0 * qdd
+                ws[x + A_ + s + 1] += u1 * qdd
+                ws[x + A_ + s + 2] += u2 * qdd
+            if use_v:
+                qd = m * v[vi]
+                s0 = u0 * qd
+                s1 = u1 * qd
+                s2 = u2 * qd
+                ws[x + V_ + s] += s0
+                ws[x + V_ + s + 1] += s1
+                ws[x + V_ + s + 2] += s2
+                w0 = ws[x + V_]
+                w1 = ws[x + V_ + 1]
+                w2 = ws[x + V_ + 2]
+                c0 = w1 * s2 - w2 * s1
+                c1 = w2 * s0 - w0 * s2
+                c2 = w0 * s1 - w1 * s0
+                if jt == REVOLUTE:
+                    # v_i x [s; 0] = [w x s; l x s]
+                    l0 = ws[x + V_ + 3]
+                    l1 = ws[x + V_ + 4]
+                    l2 = ws[x + V_ + 5]
+                    ws[x + A_] += c0
+                    ws[x + A_ + 1] += c1
+                    ws[x + A_ + 2] += c2
+                    ws[x + A_ + 3] += l1 * s2 - l2 * s1
+                    ws[x + A_ + 4] += l2 * s0 - l0 * s2
+                    ws[x + A_ + 5] += l0 * s1 - l1 * s0
+                else:
+                    # v_i x [0; s] = [0; w x s]
+                    ws[x + A_ + 3] += c0
+                    ws[x + A_ + 4] += c1
+                    ws[x + A_ + 5] += c2
+        inertia_mul(md, o + C_MASS, ws, x + A_, ws, x + F_)
+        if use_v:
+            inertia_mul(md, o + C_MASS, ws, x + V_, ws, t)
+            cross_force_add(ws, x + V_, ws, t, ws, x + F_)
+        if has_fext:
+            if fext_world:
+                world_placement(md, ws, i, oR, oW)
+                x_force(ws, oW + i * W_WORLD, fext[i], 0, ws, t + 6)
+                for k in range(6):
+                    ws[x + F_ + k] -= ws[t + 6 + k]
+            else:
+                for k in range(6):
+                    ws[x + F_ + k] -= fext[i, k]
+
+    # ---- backward pass: tau_i = S_i^T f_i,  f_λ += X_i^T f_i
+    for k in range(out.shape[0]):
+        out[k] = 0.0
+    for i in range(nb - 1, -1, -1):
+        o = body_row(md, i)
+        x = oR + i * W_RNEA
+        jt = int(md[o + C_JTYPE])
+        vi = int(md[o + C_VI])
+        if jt == FREE:
+            for k in range(6):
+                out[vi + k] += ws[x + F_ + free_dof_to_spatial(k)]
+        else:
+            s = x + F_ if jt == REVOLUTE else x + F_ + 3
+            out[vi] += md[o + C_MULT] * (md[o + C_AXIS] * ws[s] + md[o + C_AXIS + 1] * ws[s + 1]
+                                         + md[o + C_AXIS + 2] * ws[s + 2])
+        p = int(md[o + C_PARENT])
+        if p >= 0:
+            xT_force_add(ws, x + X_, ws, x + F_, ws, oR + p * W_RNEA + F_)
+    return OK
+
+
+# ---- entry points (few arguments: the call overhead is part of the budget)
+
+@njit(**JIT)
+def rnea_k(md, ws, q, v, a, out):
+    return rnea_into(md, ws, q, v, a, ws[:0].reshape((0, 6)), False, True, True, out)
+
+
+@njit(**JIT)
+def rnea_fext_k(md, ws, q, v, a, fext, fext_world, out):
+    return rnea_into(md, ws, q, v, a, fext, fext_world, True, True, out)
+
+
+@njit(**JIT)
+def gravity_k(md, ws, q, out):
+    return rnea_into(md, ws, q, q, q, ws[:0].reshape((0, 6)), False, False, False, out)
+
+
+@njit(**JIT)
+def bias_k(md, ws, q, v, out):
+    return rnea_into(md, ws, q, v, v, ws[:0].reshape((0, 6)), False, True, False, out)
+
+
+@njit(**dict(JIT, parallel=True))
+def rnea_batch_k(md, Q, V, A, fext, fext_world, use_v, use_a, OUT, status):
+    """Row n of OUT = rnea(Q[n], V[n], A[n], fext[n]); fext is (N, nb, 6) or (0, nb, 6).
+    States are split into one chunk per thread, each with its own workspace."""
+    N = Q.shape[0]
+    nth = min(get_num_threads(), max(N, 1))
+    chunk = (N + nth - 1) // nth
+    wsize = workspace_size(md)
+    for t in prange(nth):
+        ws = np.empty(wsize)
+        nofext = ws[:0].reshape((0, 6))
+        for n in range(t * chunk, min(N, (t + 1) * chunk)):
+            if fext.shape[0] == N:
+                status[n] = rnea_into(md, ws, Q[n], V[n], A[n], fext[n], fext_world, use_v, use_a, OUT[n])
+            else:
+                status[n] = rnea_into(md, ws, Q[n], V[n], A[n], nofext, fext_world, use_v, use_a, OUT[n])

@@ -1,0 +1,276 @@
+"""Public dynamics functions: argument checks, then one compiled kernel call.
+
+Every function takes the model first and accepts either one state (1-D
+arrays) or a batch (2-D arrays with a leading dimension N, all arguments the
+same N), which runs on all cores (numba ``prange``).  Results are new arrays.
+Bad arguments raise ``ValueError`` naming the argument and what was expected.
+"""
+import numpy as np
+
+from .algorithms.aba import aba_batch_k, aba_fext_k, aba_k
+from .algorithms.common import BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_V, OK, SINGULAR
+from .algorithms.coriolis import coriolis_k
+from .algorithms.crba import crba_batch_k, crba_k
+from .algorithms.forward_dynamics import forward_dynamics_batch_k, forward_dynamics_fext_k, forward_dynamics_k
+from .algorithms.ltdl import ltdl_k, ltdl_solve_k
+from .algorithms.rnea import bias_k, gravity_k, rnea_batch_k, rnea_fext_k, rnea_k
+
+_F8 = np.dtype(np.float64)
+_NO_FEXT3 = np.zeros((0, 0, 6))
+FEXT_FRAMES = ("local", "world")
+
+
+# ----------------------------------------------------------------------------- argument checks
+
+def _describe(x):
+    if isinstance(x, np.ndarray):
+        return f"an array of shape {x.shape} and dtype {x.dtype}"
+    return f"{type(x).__name__} {x!r}"[:120]
+
+
+def _vec(x, n, name):
+    """``x`` as a C-contiguous float64 array of shape (n,) or (N, n)."""
+    if not (type(x) is np.ndarray and x.dtype is _F8 and x.flags.c_contiguous):
+        x = _convert(x, name, f"{n} numbers (or an (N, {n}) batch)")
+    if x.shape[-1:] != (n,) or x.ndim > 2:
+        raise ValueError(f"{name}: expected shape ({n},) or (N, {n}), got {_describe(x)}")
+    return x
+
+
+def _convert(x, name, expected):
+    try:
+        arr = np.asarray(x)
+        if arr.dtype.kind not in "iuf":
+            raise TypeError
+        return np.ascontiguousarray(arr, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: expected {expected} as real numbers, got {_describe(x)}") from None
+
+
+_WHAT = {BAD_Q: "q", BAD_V: "v", BAD_FEXT: "f_ext"}
+
+
+def _check(status, third="a", index=None):
+    if status == OK:
+        return
+    where = "" if index is None else f" (batch row {index})"
+    if status == BAD_QUAT:
+        raise ValueError(f"q{where}: a free-flyer quaternion (qx qy qz qw) has zero norm")
+    if status == SINGULAR:
+        raise ValueError(f"the joint-space inertia matrix is singular at this q{where}: "
+                         "some joint moves no mass (massless leaf link?)")
+    name = _WHAT.get(status, third)
+    raise ValueError(f"{name}{where}: expected finite numbers, got NaN or inf")
+
+
+def _check_batch(status, third="a"):
+    bad = np.flatnonzero(status)
+    if bad.size:
+        _check(int(status[bad[0]]), third, int(bad[0]))
+
+
+def _batch(model, *args):
+    """Leading dimension N if the arguments are a batch, else None."""
+    nd = {a.ndim for a in args}
+    if nd == {1}:
+        return None
+    if nd != {2} or len({a.shape[0] for a in args}) != 1:
+        shapes = ", ".join(str(a.shape) for a in args)
+        raise ValueError(f"arguments must all be single states (1-D) or batches with the same N (2-D); "
+                         f"got shapes {shapes}")
+    return args[0].shape[0]
+
+
+def _fext(model, f_ext, frame, N):
+    """Per-link wrenches [f; tau] -> per-body spatial forces [n; f] for the kernels."""
+    if frame not in FEXT_FRAMES:
+        raise ValueError(f"f_ext_frame: expected one of {FEXT_FRAMES}, got {frame!r}")
+    nl = len(model.link_names)
+    if isinstance(f_ext, dict):
+        rows = np.zeros((nl, 6))
+        for link, w in f_ext.items():
+            rows[model.link_index(link)] = _vec(w, 6, f"f_ext[{link!r}]")
+        f_ext = rows
+    want = f"({nl}, 6) per-link wrenches [fx fy fz tx ty tz] in model.link_names order"
+    if not (type(f_ext) is np.ndarray and f_ext.dtype is _F8):
+        f_ext = _convert(f_ext, "f_ext", want)
+    shape = (nl, 6) if N is None else (N, nl, 6)
+    if f_ext.shape != shape:
+        raise ValueError(f"f_ext: expected shape {shape}: {want}; got {_describe(f_ext)}")
+    M = model.fext_map(frame)
+    flat = f_ext.reshape((-1, nl * 6))
+    body = np.ascontiguousarray((flat @ M.T).reshape((-1, model.nbodies, 6)))
+    return (body[0] if N is None else body), frame == "world"
+
+
+# ----------------------------------------------------------------------------- dynamics
+
+def rnea(model, q, v, a, f_ext=None, f_ext_frame="local"):
+    """Inverse dynamics tau = H(q) a + C(q, v) v + g(q) - J^T f_ext (RNEA).
+
+    ``f_ext``: wrenches applied *on* the links by the environment, shape
+    (len(model.link_names), 6), rows [fx fy fz tx ty tz], or a dict
+    {link: wrench}.  ``f_ext_frame="local"``: each in its link's frame, moment
+    about the link origin; ``"world"``: world axes, moment about the world
+    origin."""
+    q = _vec(q, model.nq, "q")
+    v = _vec(v, model.nv, "v")
+    a = _vec(a, model.nv, "a")
+    N = _batch(model, q, v, a)
+    if N is None:
+        out = np.empty(model.nv)
+        if f_ext is None:
+            _check(rnea_k(model.md, model.workspace(), q, v, a, out))
+        else:
+            fe, world = _fext(model, f_ext, f_ext_frame, None)
+            _check(rnea_fext_k(model.md, model.workspace(), q, v, a, fe, world, out))
+        return out
+    fe, world = (_NO_FEXT3, False) if f_ext is None else _fext(model, f_ext, f_ext_frame, N)
+    out = np.empty((N, model.nv))
+    status = np.zeros(N, dtype=np.int64)
+    rnea_batch_k(model.md, q, v, a, fe, world, True, True, out, status)
+    _check_batch(status)
+    return out
+
+
+def gravity(model, q):
+    """Generalised gravity g(q) = rnea(q, 0, 0)."""
+    q = _vec(q, model.nq, "q")
+    if q.ndim == 1:
+        out = np.empty(model.nv)
+        _check(gravity_k(model.md, model.workspace(), q, out))
+        return out
+    N = q.shape[0]
+    out = np.empty((N, model.nv))
+    status = np.zeros(N, dtype=np.int64)
+    rnea_batch_k(model.md, q, q, q, _NO_FEXT3, False, False, False, out, status)
+    _check_batch(status)
+    return out
+
+
+def bias(model, q, v):
+    """Bias forces C(q, v) v + g(q) = rnea(q, v, 0)."""
+    q = _vec(q, model.nq, "q")
+    v = _vec(v, model.nv, "v")
+    N = _batch(model, q, v)
+    if N is None:
+        out = np.empty(model.nv)
+        _check(bias_k(model.md, model.workspace(), q, v, out))
+        return out
+    out = np.empty((N, model.nv))
+    status = np.zeros(N, dtype=np.int64)
+    rnea_batch_k(model.md, q, v, v, _NO_FEXT3, False, True, False, out, status)
+    _check_batch(status)
+    return out
+
+
+def crba(model, q):
+    """Joint-space inertia matrix H(q) (symmetric, full), CRBA."""
+    q = _vec(q, model.nq, "q")
+    if q.ndim == 1:
+        H = np.empty((model.nv, model.nv))
+        _check(crba_k(model.md, model.workspace(), q, H))
+        return H
+    N = q.shape[0]
+    H = np.empty((N, model.nv, model.nv))
+    status = np.zeros(N, dtype=np.int64)
+    crba_batch_k(model.md, q, H, status)
+    _check_batch(status)
+    return H
+
+
+def coriolis_matrix(model, q, v):
+    """Coriolis matrix C(q, v) with C v = bias - gravity and Hdot - 2C skew-symmetric
+    (the Christoffel-symbol factorisation)."""
+    q = _vec(q, model.nq, "q")
+    v = _vec(v, model.nv, "v")
+    N = _batch(model, q, v)
+    if N is None:
+        C = np.empty((model.nv, model.nv))
+        _check(coriolis_k(model.md, model.workspace(), q, v, C))
+        return C
+    C = np.empty((N, model.nv, model.nv))
+    ws = model.workspace()
+    for n in range(N):
+        _check(coriolis_k(model.md, ws, q[n], v[n], C[n]), index=n)
+    return C
+
+
+def forward_dynamics(model, q, v, tau, f_ext=None, f_ext_frame="local"):
+    """Joint accelerations qdd = H^-1 (tau - b(q, v, f_ext)) via CRBA and the
+    sparse LᵀDL factorisation.  ``f_ext`` as in :func:`rnea`."""
+    return _fd(model, q, v, tau, f_ext, f_ext_frame, forward_dynamics_k, forward_dynamics_fext_k,
+               forward_dynamics_batch_k)
+
+
+def aba(model, q, v, tau, f_ext=None, f_ext_frame="local"):
+    """Joint accelerations by the articulated-body algorithm (same result as
+    :func:`forward_dynamics`; mimic joints handled as constraints)."""
+    return _fd(model, q, v, tau, f_ext, f_ext_frame, aba_k, aba_fext_k, aba_batch_k)
+
+
+def _fd(model, q, v, tau, f_ext, frame, kernel, kernel_fext, kernel_batch):
+    q = _vec(q, model.nq, "q")
+    v = _vec(v, model.nv, "v")
+    tau = _vec(tau, model.nv, "tau")
+    N = _batch(model, q, v, tau)
+    if N is None:
+        out = np.empty(model.nv)
+        if f_ext is None:
+            _check(kernel(model.md, model.workspace(), q, v, tau, out), "tau")
+        else:
+            fe, world = _fext(model, f_ext, frame, None)
+            _check(kernel_fext(model.md, model.workspace(), q, v, tau, fe, world, out), "tau")
+        return out
+    fe, world = (_NO_FEXT3, False) if f_ext is None else _fext(model, f_ext, frame, N)
+    out = np.empty((N, model.nv))
+    status = np.zeros(N, dtype=np.int64)
+    kernel_batch(model.md, q, v, tau, fe, world, out, status)
+    _check_batch(status, "tau")
+    return out
+
+
+# ----------------------------------------------------------------------------- LᵀDL
+
+def ltdl(model, H):
+    """Factorise H = Lᵀ D L exploiting branch-induced sparsity (only ancestors
+    are visited).  Returns one matrix: D on the diagonal, L's off-diagonal
+    entries below it.  Use with :func:`ltdl_solve`; :func:`ltdl_unpack` gives
+    (L, D).  Batches (N, nv, nv) are factorised one by one."""
+    nv = model.nv
+    H = _convert(H, "H", f"an ({nv}, {nv}) symmetric positive-definite matrix")
+    if H.shape[-2:] != (nv, nv) or H.ndim not in (2, 3):
+        raise ValueError(f"H: expected shape ({nv}, {nv}) or (N, {nv}, {nv}), got {_describe(H)}")
+    LD = H.copy()
+    for k, M in enumerate(LD.reshape((-1, nv, nv))):
+        if not ltdl_k(model.md, M):
+            where = "" if LD.ndim == 2 else f" (batch row {k})"
+            raise ValueError(f"H{where}: expected a finite symmetric positive-definite matrix")
+    return LD
+
+
+def ltdl_solve(model, LD, b):
+    """Solve H x = b given ``LD = ltdl(model, H)``; b is (nv,) or (m, nv) right-hand sides
+    (with a batch of factors, (N, nv))."""
+    nv = model.nv
+    LD = _convert(LD, "LD", f"the ({nv}, {nv}) result of ltdl()")
+    b = _vec(b, nv, "b")
+    if LD.ndim == 2:
+        if LD.shape != (nv, nv):
+            raise ValueError(f"LD: expected shape ({nv}, {nv}), got {_describe(LD)}")
+        x = np.array(b, copy=True).reshape((-1, nv))
+        ltdl_solve_k(model.md, LD, x)
+        return x.reshape(b.shape)
+    if LD.shape[1:] != (nv, nv) or b.shape != (LD.shape[0], nv):
+        raise ValueError(f"LD and b: expected (N, {nv}, {nv}) and (N, {nv}), got {LD.shape} and {b.shape}")
+    x = b.copy()
+    for n in range(LD.shape[0]):
+        ltdl_solve_k(model.md, LD[n], x[n:n + 1])
+    return x
+
+
+def ltdl_unpack(LD):
+    """(L, D) from the packed factor: H = Lᵀ diag(D) L, L unit lower triangular."""
+    LD = np.asarray(LD)
+    L = np.tril(LD, -1) + np.eye(LD.shape[-1])
+    return L, np.diagonal(LD, axis1=-2, axis2=-1).copy()

@@ -1,0 +1,137 @@
+"""Joint types.
+
+Inside the kernels every moving joint is *elementary*: it moves one body
+relative to its parent and has a constant motion subspace ``S`` in the body
+frame.  Three elementary types cover every URDF joint:
+
+========== ==== ==== ===================================================
+type        nq   nv  motion subspace S (body frame, [w; v] order)
+========== ==== ==== ===================================================
+REVOLUTE     1    1  [u; 0]       u = unit axis (URDF revolute, continuous)
+PRISMATIC    1    1  [0; u]
+FREE         7    6  identity     q = [x y z qx qy qz qw], v = [v; w]
+========== ==== ==== ===================================================
+
+URDF joints map onto them as follows (see ``urdf.py``):
+
+* ``revolute`` and ``continuous``: REVOLUTE (q is the angle, as in
+  sensor_msgs/JointState; no (cos, sin) pair).
+* ``prismatic``: PRISMATIC.
+* ``fixed``: no body at all; the child's inertia is merged into the moving
+  parent and the transforms are composed.
+* ``floating`` (and the optional free-flyer root): FREE, Pinocchio's layout.
+* ``planar`` (URDF axis = plane normal n): three elementary joints,
+  PRISMATIC along e1, PRISMATIC along e2, REVOLUTE about n, where (e1, e2, n)
+  is right-handed (for n = z, e1 = x and e2 = y); q = [x, y, theta] and
+  v = dq/dt.  The two intermediate bodies are massless.
+
+A mimic joint is an elementary REVOLUTE/PRISMATIC joint whose coordinate is
+``multiplier * q[master] + offset``; it owns no DOF.
+
+Each function below writes the joint transform ``X_J(q)`` composed with the
+tree transform ``X_T``: ``X = X_J X_T``, stored as (E, r).
+"""
+import numpy as np
+from numba import njit
+
+from .spatial import INLINE, JIT
+
+REVOLUTE = 0
+PRISMATIC = 1
+FREE = 2
+
+NV_OF = {REVOLUTE: 1, PRISMATIC: 1, FREE: 6}
+NQ_OF = {REVOLUTE: 1, PRISMATIC: 1, FREE: 7}
+
+
+@njit(**INLINE)
+def revolute_transform(T, ot, u, ou, angle, X, ox):
+    """X = rot(u, angle) X_T, X_T at T[ot:], unit axis at u[ou:].
+    E_J = R(u, angle)^T = c 1 - s [u]x + (1 - c) u u^T,  E = E_J E_T,  r = r_T."""
+    c = np.cos(angle)
+    s = np.sin(angle)
+    t = 1.0 - c
+    u0 = u[ou]
+    u1 = u[ou + 1]
+    u2 = u[ou + 2]
+    j0 = c + t * u0 * u0
+    j1 = s * u2 + t * u0 * u1
+    j2 = -s * u1 + t * u0 * u2
+    j3 = -s * u2 + t * u1 * u0
+    j4 = c + t * u1 * u1
+    j5 = s * u0 + t * u1 * u2
+    j6 = s * u1 + t * u2 * u0
+    j7 = -s * u0 + t * u2 * u1
+    j8 = c + t * u2 * u2
+    for k in range(3):
+        a = T[ot + k]
+        b = T[ot + 3 + k]
+        d = T[ot + 6 + k]
+        X[ox + k] = j0 * a + j1 * b + j2 * d
+        X[ox + 3 + k] = j3 * a + j4 * b + j5 * d
+        X[ox + 6 + k] = j6 * a + j7 * b + j8 * d
+    X[ox + 9] = T[ot + 9]
+    X[ox + 10] = T[ot + 10]
+    X[ox + 11] = T[ot + 11]
+
+
+@njit(**INLINE)
+def prismatic_transform(T, ot, u, ou, d, X, ox):
+    """X = xlt(u d) X_T:  E = E_T,  r = r_T + E_T^T u d."""
+    for k in range(9):
+        X[ox + k] = T[ot + k]
+    for k in range(3):
+        X[ox + 9 + k] = T[ot + 9 + k] + (T[ot + k] * u[ou] + T[ot + 3 + k] * u[ou + 1]
+                                         + T[ot + 6 + k] * u[ou + 2]) * d
+
+
+@njit(**INLINE)
+def free_transform(T, ot, q, oq, X, ox):
+    """X = X_J(q) X_T with q[oq:oq+7] = [x y z qx qy qz qw] (Pinocchio's
+    free-flyer): the body's placement in its parent is (R(quat), p), so
+    E_J = R^T and r_J = p.  The quaternion is normalised; returns False if its
+    norm is ~0."""
+    x = q[oq + 3]
+    y = q[oq + 4]
+    z = q[oq + 5]
+    w = q[oq + 6]
+    n2 = x * x + y * y + z * z + w * w
+    if not n2 > 1e-12:
+        return False
+    s = 2.0 / n2
+    R0 = 1.0 - s * (y * y + z * z)
+    R1 = s * (x * y - w * z)
+    R2 = s * (x * z + w * y)
+    R3 = s * (x * y + w * z)
+    R4 = 1.0 - s * (x * x + z * z)
+    R5 = s * (y * z - w * x)
+    R6 = s * (x * z - w * y)
+    R7 = s * (y * z + w * x)
+    R8 = 1.0 - s * (x * x + y * y)
+    for k in range(3):
+        a = T[ot + k]
+        b = T[ot + 3 + k]
+        d = T[ot + 6 + k]
+        X[ox + k] = R0 * a + R3 * b + R6 * d
+        X[ox + 3 + k] = R1 * a + R4 * b + R7 * d
+        X[ox + 6 + k] = R2 * a + R5 * b + R8 * d
+    for k in range(3):
+        X[ox + 9 + k] = T[ot + 9 + k] + T[ot + k] * q[oq] + T[ot + 3 + k] * q[oq + 1] + T[ot + 6 + k] * q[oq + 2]
+    return True
+
+
+@njit(**INLINE)
+def free_dof_to_spatial(c):
+    """Index in the internal [w; v] order of the free joint's user DOF c
+    (user order [v; w], Pinocchio's)."""
+    return c + 3 if c < 3 else c - 3
+
+
+def planar_basis(n):
+    """Right-handed (e1, e2) spanning the plane with unit normal n."""
+    n = np.asarray(n, dtype=float)
+    a = np.array([0.0, 1.0, 0.0]) if abs(n[1]) < 0.9 else np.array([0.0, 0.0, 1.0])
+    e1 = np.array([a[1] * n[2] - a[2] * n[1], a[2] * n[0] - a[0] * n[2], a[0] * n[1] - a[1] * n[0]])
+    e1 /= np.linalg.norm(e1)
+    e2 = np.array([n[1] * e1[2] - n[2] * e1[1], n[2] * e1[0] - n[0] * e1[2], n[0] * e1[1] - n[1] * e1[0]])
+    return e1, e2

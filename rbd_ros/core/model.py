@@ -1,0 +1,252 @@
+"""The immutable kinematic-tree Model.
+
+A Model is constant data (Pinocchio's Model/Data split): flat read-only
+arrays plus names.  Per-thread workspaces (the "Data") are created lazily and
+reused, so calls from several threads never share scratch memory and a call
+allocates nothing but its result.
+"""
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .joints import FREE
+from .layout import (C_JTYPE, C_MULT, C_PARENT, C_VI, H_GRAV, H_NB, H_NMIM, H_NQ, H_NV, H_NVF,
+                     H_OFF_BODY, H_OFF_DOFPAR, H_OFF_MIMIC, HEADER, NCOL, workspace_size)
+
+
+class ModelError(ValueError):
+    """The robot description cannot be turned into a model (names the link or joint)."""
+
+
+@dataclass(frozen=True)
+class LinkInfo:
+    """Where a URDF link sits: the elementary body it is rigidly attached to
+    (-1: the world) and the transform from that body's frame to the link frame
+    (rotation R: link axes -> body axes, p: link origin in body coordinates)."""
+    body: int
+    R: np.ndarray
+    p: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class Model:
+    """Kinematic tree with the data the dynamics kernels need.
+
+    Build one with :meth:`Model.from_urdf`.  Attributes:
+
+    ``name``            robot name
+    ``nq``, ``nv``      sizes of q and v
+    ``joint_names``     DOF-owning joints in model order (depth first from the
+                        root, children in URDF order); the free-flyer added by
+                        ``floating_base=True`` is ``"root_joint"`` and comes first
+    ``joint_types``     URDF type of each of those joints (``"floating"`` for the free-flyer)
+    ``joint_nq``, ``joint_nv``, ``idx_q``, ``idx_v``
+                        per joint: sizes and start indices in q and v
+    ``link_names``      every URDF link, the row order of ``f_ext``
+    ``mimic_joints``    dependent joint -> (master, multiplier, offset)
+    ``gravity``         gravity vector in the world frame (m/s²)
+    ``mass``            total mass (kg)
+    """
+    name: str
+    md: np.ndarray = field(repr=False)
+    joint_names: tuple
+    joint_types: tuple
+    joint_nq: tuple
+    joint_nv: tuple
+    idx_q: tuple
+    idx_v: tuple
+    link_names: tuple
+    links: tuple = field(repr=False)          # LinkInfo per link_names entry
+    mimic_joints: dict = field(repr=False)
+    body_joint_names: tuple = field(repr=False)   # URDF joint of each elementary body
+    mass: float = 0.0
+    _tls: threading.local = field(default_factory=threading.local, repr=False, compare=False)
+
+    # ---------------------------------------------------------------- build
+    @classmethod
+    def from_urdf(cls, urdf, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81)):
+        """Build a model from URDF XML text or a path to a URDF file.
+
+        ``floating_base``: add a free-flyer root joint (Pinocchio's layout:
+        q = [x y z qx qy qz qw, ...], v = [linear; angular] in the base frame).
+        ``mimic``: True makes mimic joints dependent (not DOFs; torque folded
+        into the master); False treats them as independent DOFs.
+        ``gravity``: gravity vector in the world (root link) frame.
+        Raises :class:`ModelError` naming the offending link or joint."""
+        from .urdf import build_model
+        return build_model(urdf, floating_base=bool(floating_base), mimic=bool(mimic), gravity=gravity)
+
+    # ---------------------------------------------------------------- sizes
+    @property
+    def nq(self):
+        return int(self.md[H_NQ])
+
+    @property
+    def nv(self):
+        return int(self.md[H_NV])
+
+    @property
+    def nbodies(self):
+        """Number of elementary moving bodies (planar joints count three)."""
+        return int(self.md[H_NB])
+
+    @property
+    def gravity(self):
+        return self.md[H_GRAV:H_GRAV + 3].copy()
+
+    @property
+    def has_mimic(self):
+        return int(self.md[H_NMIM]) > 0
+
+    # ---------------------------------------------------------------- lookup
+    def _joint(self, name):
+        try:
+            return self._joint_pos[name]
+        except KeyError:
+            raise ValueError(f"unknown joint {name!r}: the model's DOF joints are {list(self.joint_names)}") \
+                from None
+
+    def q_index(self, name):
+        """Start index of joint ``name`` in q."""
+        return self.idx_q[self._joint(name)]
+
+    def v_index(self, name):
+        """Start index of joint ``name`` in v."""
+        return self.idx_v[self._joint(name)]
+
+    def link_index(self, name):
+        """Row of link ``name`` in ``f_ext``."""
+        try:
+            return self._link_pos[name]
+        except KeyError:
+            raise ValueError(f"unknown link {name!r}") from None
+
+    def neutral(self):
+        """Neutral configuration: zeros, identity quaternion for free joints."""
+        q = np.zeros(self.nq)
+        for t, i in zip(self.joint_types, self.idx_q):
+            if t == "floating":
+                q[i + 6] = 1.0
+        return q
+
+    def with_gravity(self, gravity):
+        """A copy of this model with another gravity vector (cheap)."""
+        md = self.md.copy()
+        md[H_GRAV:H_GRAV + 3] = _vector3(gravity, "gravity")
+        md.setflags(write=False)
+        return Model(self.name, md, self.joint_names, self.joint_types, self.joint_nq, self.joint_nv,
+                     self.idx_q, self.idx_v, self.link_names, self.links, self.mimic_joints,
+                     self.body_joint_names, self.mass)
+
+    def fext_map(self, frame):
+        """Matrix taking per-link wrenches (rows [f; tau], ``link_names`` order,
+        flattened) to per-body spatial forces [n; f] for the kernels.  ``local``:
+        link frame, moment about the link origin, mapped into the body frame;
+        ``world``: only summed per body (the kernel transforms them).  Links
+        fixed to the world get no column entries: their wrenches act on the
+        ground."""
+        try:
+            return self._fext_maps[frame]
+        except KeyError:
+            pass
+        nb, nl = self.nbodies, len(self.link_names)
+        M = np.zeros((nb * 6, nl * 6))
+        for k, info in enumerate(self.links):
+            b = info.body
+            if b < 0:
+                continue
+            rows, cols = slice(6 * b, 6 * b + 6), slice(6 * k, 6 * k + 6)
+            if frame == "world":
+                block = np.block([[np.zeros((3, 3)), np.eye(3)], [np.eye(3), np.zeros((3, 3))]])
+            else:
+                R, p = info.R, info.p
+                px = np.array([[0.0, -p[2], p[1]], [p[2], 0.0, -p[0]], [-p[1], p[0], 0.0]])
+                block = np.block([[px @ R, R], [R, np.zeros((3, 3))]])
+            M[rows, cols] += block
+        M.setflags(write=False)
+        self._fext_maps[frame] = M
+        return M
+
+    # ---------------------------------------------------------------- internals
+    def __post_init__(self):
+        object.__setattr__(self, "_joint_pos", {n: k for k, n in enumerate(self.joint_names)})
+        object.__setattr__(self, "_link_pos", {n: k for k, n in enumerate(self.link_names)})
+        object.__setattr__(self, "_fext_maps", {})
+
+    def workspace(self):
+        """This thread's scratch vector for the kernels (created on first use)."""
+        try:
+            return self._tls.ws
+        except AttributeError:
+            ws = np.zeros(workspace_size(self.md))
+            self._tls.ws = ws
+            return ws
+
+    def __getstate__(self):
+        raise TypeError("Model is built from URDF; pickle the URDF text instead")
+
+
+def _vector3(x, name):
+    try:
+        g = np.asarray(x, dtype=float).reshape(3)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: expected 3 numbers, got {x!r}") from None
+    if not np.all(np.isfinite(g)):
+        raise ValueError(f"{name}: expected 3 finite numbers, got {x!r}")
+    return g
+
+
+def pack_model_data(body_rows, dof_parent, mimic_pairs, nq, nv, nvf, gravity):
+    """Assemble the flat model vector (see layout.py)."""
+    nb = len(body_rows)
+    nmim = len(mimic_pairs)
+    off_body = HEADER
+    off_dofpar = off_body + nb * NCOL
+    off_mimic = off_dofpar + nv
+    md = np.zeros(off_mimic + 2 * nmim)
+    md[H_NB], md[H_NV], md[H_NQ], md[H_NVF], md[H_NMIM] = nb, nv, nq, nvf, nmim
+    md[H_GRAV:H_GRAV + 3] = _vector3(gravity, "gravity")
+    md[H_OFF_BODY], md[H_OFF_DOFPAR], md[H_OFF_MIMIC] = off_body, off_dofpar, off_mimic
+    if nb:
+        md[off_body:off_dofpar] = np.asarray(body_rows, dtype=float).reshape(-1)
+    md[off_dofpar:off_mimic] = dof_parent
+    if nmim:
+        md[off_mimic:] = np.asarray(mimic_pairs, dtype=float).reshape(-1)
+    md.setflags(write=False)
+    return md
+
+
+def dof_elimination_tree(body_rows, nv):
+    """DOF parent array for the LᵀDL factorisation.
+
+    Builds the structural pattern of H (ancestor pairs of bodies, mapped to
+    their DOFs, masters for mimic joints) and runs symbolic elimination from
+    the last DOF down: par[k] is the largest column of row k's pattern below k,
+    and row k's other entries fill into row par[k].  Without mimic joints this
+    is exactly the kinematic tree's DOF parent."""
+    nb = len(body_rows)
+    parent = [int(r[C_PARENT]) for r in body_rows]
+    dofs = []
+    for r in body_rows:
+        n = 6 if int(r[C_JTYPE]) == FREE else 1
+        dofs.append([int(r[C_VI]) + c for c in range(n)])
+    pattern = [set() for _ in range(nv)]
+    for i in range(nb):
+        j = i
+        while j >= 0:
+            for a in dofs[i]:
+                for b in dofs[j]:
+                    if a != b:
+                        hi, lo = max(a, b), min(a, b)
+                        pattern[hi].add(lo)
+            j = parent[j]
+    par = np.full(nv, -1, dtype=float)
+    for k in range(nv - 1, -1, -1):
+        below = {c for c in pattern[k] if c < k}
+        if below:
+            p = max(below)
+            par[k] = p
+            pattern[p] |= below - {p}
+    return par
+
