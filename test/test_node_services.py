@@ -273,9 +273,25 @@ def test_no_model_yet(client):
         n.stop()
 
 
-def test_stream_keeps_flowing_during_10k_trajectory(client, node):
+@pytest.fixture(scope="module")
+def reliable_node(client):
+    n = NodeProcess(unique_ns("rel"), {"urdf_file": "rbd_arm7", "joint_states_reliable": True,
+                                       "publish_inertia": False})
+    yield n
+    assert n.alive(), n.log()
+    n.stop()
+
+
+@pytest.mark.parametrize("qos", ["best_effort", "reliable"])
+def test_stream_keeps_flowing_during_10k_trajectory(client, qos, request):
     """500 Hz joint states while another process asks for a 10 000-point ID trajectory:
-    the torque stream keeps flowing (every output's round trip stays short)."""
+    the torque stream keeps flowing (no hole, short round trips).  Best effort
+    (sensor-data QoS, depth 5) may lose a few inputs while the machine (2 cores) is busy
+    with the query -- the newest state is what matters; reliable must lose none.
+    The services run in a worker process (default service_process: true): with them in
+    the node's own process, rclpy's deserialisation of the ~2 MB request holds the GIL for
+    ~100 ms here and the control path misses ~50 messages (measured)."""
+    node = request.getfixturevalue("node" if qos == "best_effort" else "reliable_node")
     rec = client.record(JointState, node.topic("gravity_torques_state"))
     pub = client.publisher(JointState, f"/{node.ns}/joint_states")
     q0 = np.linspace(-0.4, 0.4, 7)
@@ -306,7 +322,7 @@ def test_stream_keeps_flowing_during_10k_trajectory(client, node):
     caller.stdin.write("go\n")
     caller.stdin.flush()
     result = json.loads(caller.stdout.readline())
-    time.sleep(0.3)
+    time.sleep(0.5)
     stop.set()
     th.join()
     caller.wait(30)
@@ -319,10 +335,18 @@ def test_stream_keeps_flowing_during_10k_trajectory(client, node):
            if stamp_key(m.header.stamp) in sent and t0 <= sent[stamp_key(m.header.stamp)] <= t1]
     n_sent = sum(1 for t in sent.values() if t0 <= t <= t1)
     lat = np.array(lat)
-    print(f"10k-point ID call {result['call_s'] * 1e3:.0f} ms; stream during the call: "
+    during = sorted(t for t in times if t0 <= t <= t1)
+    edges = [t0] + during + [t1]
+    max_gap = max(b - a for a, b in zip(edges, edges[1:]))
+    print(f"[{qos}] 10k-point ID call {result['call_s'] * 1e3:.0f} ms; stream during the call: "
           f"{len(lat)}/{n_sent} answered, round trip p50 {np.median(lat) * 1e3:.2f} ms "
-          f"p99 {np.percentile(lat, 99) * 1e3:.2f} ms max {lat.max() * 1e3:.2f} ms")
+          f"p99 {np.percentile(lat, 99) * 1e3:.2f} ms max {lat.max() * 1e3:.2f} ms, "
+          f"longest output gap {max_gap * 1e3:.1f} ms")
     assert result["call_s"] > 0.05  # the query was real work, so the checks mean something
     assert n_sent >= 0.8 * result["call_s"] / 0.002
-    assert len(lat) >= 0.95 * n_sent, (len(lat), n_sent)
+    assert max_gap < 0.05, max_gap
     assert np.percentile(lat, 99) < 0.02 and lat.max() < 0.1, lat.max()
+    if qos == "reliable":
+        assert len(lat) == n_sent, (len(lat), n_sent)
+    else:
+        assert len(lat) >= 0.95 * n_sent, (len(lat), n_sent)

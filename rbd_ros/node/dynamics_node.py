@@ -18,7 +18,11 @@ rclpy (publishers need no executor).
 """
 from __future__ import annotations
 
+import json
 import math
+import os
+import queue
+import subprocess
 import sys
 import threading
 import time
@@ -113,10 +117,50 @@ PARAMETERS = [
     ("diagnostics_period", 1.0, _desc(
         "Period of the /diagnostics status in seconds.", ParameterType.PARAMETER_DOUBLE,
         read_only=True)),
+    ("service_threads", 0, _desc(
+        "numba threads for batch (trajectory) service work; 0: one less than the CPU count "
+        "(at least 1), so a long query leaves a core to the control path.",
+        ParameterType.PARAMETER_INTEGER, read_only=True)),
+    ("service_process", True, _desc(
+        "Serve the dynamics services from a worker process (own interpreter and DDS "
+        "participant): long trajectory requests then never stall the torque stream. false: "
+        "serve them from the background thread of this process.",
+        ParameterType.PARAMETER_BOOL, read_only=True)),
     ("control_executor", "single", _desc(
         "Executor of the control path: 'single' (rclpy SingleThreadedExecutor) or 'events' "
         "(rclpy.experimental.EventsExecutor).", ParameterType.PARAMETER_STRING, read_only=True)),
 ]
+
+
+def create_dynamics_services(node, base_name: str, get_runtime, log):
+    """The four services under ``base_name`` (the dynamics node's fully qualified name),
+    answered with the runtime returned by get_runtime().  ImportError if
+    rbd_ros_interfaces is missing."""
+    from rbd_ros_interfaces import srv as isrv
+    table = [
+        (isrv.InverseDynamics, SRV_ID, svc.inverse_dynamics),
+        (isrv.InverseDynamicsTrajectory, SRV_ID_TRAJ, svc.inverse_dynamics_trajectory),
+        (isrv.ForwardDynamics, SRV_FD, svc.forward_dynamics),
+        (isrv.ForwardDynamicsTrajectory, SRV_FD_TRAJ, svc.forward_dynamics_trajectory),
+    ]
+    services = []
+    for srv_type, rel, fn in table:
+        name = base_name.rstrip("/") + "/" + rel[2:]
+
+        def callback(request, response, fn=fn, name=name):
+            try:
+                response = fn(get_runtime(), request, response)
+            except Exception as e:  # never let a request kill the node
+                response.success = False
+                response.message = f"internal error: {type(e).__name__}: {e}"
+                log.error(f"{name}: {response.message}")
+            if not response.success:
+                log.warning(f"{name}: request refused: {response.message}",
+                            throttle_duration_sec=1.0)
+            return response
+
+        services.append(node.create_service(srv_type, name, callback))
+    return services
 
 
 def _short(names, n=10):
@@ -224,8 +268,7 @@ class DynamicsNode:
         self.sub_description = n.create_subscription(
             String, TOPIC_DESCRIPTION, self._on_description, QOS_DESCRIPTION)
 
-        self.services_error = None
-        self._create_services()
+        self._create_services(p)
 
         n.add_on_set_parameters_callback(self._on_set_parameters)
         n.add_post_set_parameters_callback(self._post_set_parameters)
@@ -336,6 +379,7 @@ class DynamicsNode:
         if old is not None:
             rt.adopt_state(old)
         self.runtime = rt  # atomic: the control path reads self.runtime once per message
+        self._send_model(rt)
         m = rt.model
         self.log.info(f"model {m.name!r} loaded from {rt.source}: {rt.ndof} joint DOF"
                       f"{' + floating base' if rt.floating else ''}, {m.mass:.3f} kg; outputs in "
@@ -435,9 +479,12 @@ class DynamicsNode:
         st.record((time.perf_counter() - t0) * 1e6, (t2 - t1) * 1e6)
 
     # --------------------------------------------------------------- services
-    def _create_services(self):
+    def _create_services(self, p):
+        self.services_error = None
+        self.worker = None
+        self.services_ready = False
         try:
-            from rbd_ros_interfaces import srv as isrv
+            import rbd_ros_interfaces.srv  # noqa: F401
         except ImportError as e:
             self.services_error = (
                 f"rbd_ros_interfaces is not available ({e}): the inverse/forward dynamics "
@@ -446,30 +493,99 @@ class DynamicsNode:
                 "scripts/build_interfaces.sh VENV) and restart the node.")
             self.log.error(self.services_error)
             return
-        n = self.node
-        table = [
-            (isrv.InverseDynamics, SRV_ID, svc.inverse_dynamics),
-            (isrv.InverseDynamicsTrajectory, SRV_ID_TRAJ, svc.inverse_dynamics_trajectory),
-            (isrv.ForwardDynamics, SRV_FD, svc.forward_dynamics),
-            (isrv.ForwardDynamicsTrajectory, SRV_FD_TRAJ, svc.forward_dynamics_trajectory),
-        ]
-        self.services = []
-        for srv_type, name, fn in table:
-            self.services.append(n.create_service(srv_type, name, self._service_callback(fn, name)))
+        if p["service_process"]:
+            self._worker_restarts = 0
+            self._start_worker()
+        else:
+            self.services = create_dynamics_services(
+                self.node, self.node.get_fully_qualified_name(), lambda: self.runtime, self.log)
+            self.services_ready = True
 
-    def _service_callback(self, fn, name):
-        def callback(request, response):
+    # ---------------------------------------------------- service worker process
+    def _start_worker(self):
+        threads = int(self.node.get_parameter("service_threads").value)
+        if threads <= 0:
+            threads = max(1, (os.cpu_count() or 2) - 1)
+        rt = self.runtime
+        args = [sys.executable, "-m", "rbd_ros.node.service_worker",
+                self.node.get_fully_qualified_name(), str(threads), "1" if rt else "0"]
+        worker = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True, bufsize=1)
+        worker.queue = queue.Queue()
+        self.worker = worker
+        self.log.info(f"service worker started (pid {worker.pid})")
+        threading.Thread(target=self._read_worker, args=(worker,), daemon=True,
+                         name="rbd_ros_worker_reader").start()
+        threading.Thread(target=self._write_worker, args=(worker,), daemon=True,
+                         name="rbd_ros_worker_writer").start()
+        if rt is not None:
+            self._send_model(rt)
+
+    def _send_model(self, rt):
+        """Queue the model for the worker (a writer thread feeds its stdin: never blocks)."""
+        worker = getattr(self, "worker", None)
+        if worker is None or self._source is None:
+            return
+        worker.queue.put(json.dumps(dict(rt.options, urdf=self._source[0], where=rt.source)))
+
+    def _write_worker(self, worker):
+        while True:
+            line = worker.queue.get()
+            if line is None:
+                break
             try:
-                response = fn(self.runtime, request, response)
-            except Exception as e:  # never let a request kill the node
-                response.success = False
-                response.message = f"internal error: {type(e).__name__}: {e}"
-                self.log.error(f"{name}: {response.message}")
-            if not response.success:
-                self.log.warning(f"{name}: request refused: {response.message}",
-                                 throttle_duration_sec=1.0)
-            return response
-        return callback
+                worker.stdin.write(line + "\n")
+                worker.stdin.flush()
+            except (BrokenPipeError, OSError, ValueError) as e:
+                if not getattr(self, "_closing", False):
+                    self.log.error(f"service worker unreachable: {e}")
+                break
+
+    def _read_worker(self, worker):
+        for line in worker.stdout:
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if ev.get("event") == "ready":
+                self.services_ready = True
+                self.log.info("services ready (worker process)")
+            elif ev.get("event") == "model" and not ev.get("ok"):
+                self.stats.error(f"service worker: {ev.get('error')}")
+        code = worker.wait()
+        self.services_ready = False
+        if getattr(self, "_closing", False):
+            return
+        self._worker_restarts += 1
+        text = f"service worker exited with code {code}"
+        self.stats.error(text)
+        if self._worker_restarts <= 5:
+            self.log.error(text + "; restarting it")
+            time.sleep(1.0)
+            if not getattr(self, "_closing", False):
+                self._start_worker()
+        else:
+            self.services_error = text + " too often; services are OFF"
+            self.log.error(self.services_error)
+
+    def _stop_worker(self):
+        self._closing = True
+        worker = getattr(self, "worker", None)
+        if worker is None:
+            return
+        worker.queue.put(None)
+        try:
+            worker.stdin.close()
+        except (OSError, ValueError):
+            pass
+        try:
+            worker.wait(3.0)
+        except subprocess.TimeoutExpired:
+            worker.terminate()
+            try:
+                worker.wait(2.0)
+            except subprocess.TimeoutExpired:
+                worker.kill()
 
     # ------------------------------------------------------------ diagnostics
     def _publish_diagnostics(self):
@@ -516,7 +632,10 @@ class DynamicsNode:
                    KeyValue(key="compute_time_p99_us", value=f"{co99:.1f}"),
                    KeyValue(key="callback_time_p50_us", value=f"{cb50:.1f}"),
                    KeyValue(key="callback_time_p99_us", value=f"{cb99:.1f}")]
-        kv += [KeyValue(key="services", value="off" if self.services_error else "on"),
+        services = ("off" if self.services_error else
+                    ("on" if self.services_ready else "starting")
+                    + (f" (worker pid {self.worker.pid})" if self.worker else " (in process)"))
+        kv += [KeyValue(key="services", value=services),
                KeyValue(key="last_error", value=st.last_error)]
         if self.services_error and status.level == DiagnosticStatus.OK:
             status.level = DiagnosticStatus.WARN
@@ -558,6 +677,7 @@ class DynamicsNode:
 
     def _spin_background(self, ex):
         ctx = self.context or rclpy.get_default_context()
+        self._limit_numba_threads()
         while ctx.ok():
             try:
                 ex.spin_once(timeout_sec=0.1)
@@ -570,6 +690,21 @@ class DynamicsNode:
                 self.stats.error(text)
                 self.log.error(text, throttle_duration_sec=1.0)
 
+    def _limit_numba_threads(self):
+        """Batch kernels run numba prange loops; cap their threads in this (background)
+        thread only -- numba's thread count is per calling thread."""
+        try:
+            import numba
+            n = int(self.node.get_parameter("service_threads").value)
+            if n <= 0:
+                n = max(1, (os.cpu_count() or 2) - 1)
+            n = min(n, numba.config.NUMBA_NUM_THREADS)
+            numba.set_num_threads(n)
+            self.service_threads = n
+        except Exception as e:  # not fatal: batches then use every core
+            self.log.warning(f"could not limit numba threads: {e}")
+
     def destroy(self):
+        self._stop_worker()
         self.control.destroy_node()
         self.node.destroy_node()

@@ -273,5 +273,6 @@ def build_runtime(urdf_text: str, *, floating_base: bool, mimic: bool, gravity, 
         raise rbd.ModelError(f"parameter gravity: expected 3 finite numbers, got {list(gravity)}")
     model = rbd.Model.from_urdf(urdf_text, floating_base=floating_base, mimic=mimic, gravity=tuple(g))
     rt = Runtime(model, joints, source)
+    rt.options = {"floating_base": bool(floating_base), "mimic": bool(mimic), "gravity": g}
     rt.warm_up()
     return rt

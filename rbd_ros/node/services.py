@@ -210,10 +210,14 @@ def _trajectory_arrays(rt, traj, second: str, third: str):
 
 
 def _batched(fn, rt, Q, V, X, f_ext, frame):
+    """Batch core calls in chunks (bounded memory; the GIL is free between and during them)."""
     out = np.empty_like(V)
+    fe = None
     for s in range(0, Q.shape[0], CHUNK):
         e = min(s + CHUNK, Q.shape[0])
-        out[s:e] = fn(rt.model, Q[s:e], V[s:e], X[s:e], f_ext=f_ext, f_ext_frame=frame)
+        if f_ext is not None and (fe is None or fe.shape[0] != e - s):
+            fe = np.ascontiguousarray(np.broadcast_to(f_ext, (e - s,) + f_ext.shape))
+        out[s:e] = fn(rt.model, Q[s:e], V[s:e], X[s:e], f_ext=fe, f_ext_frame=frame)
     return out
 
 
