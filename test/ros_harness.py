@@ -56,13 +56,14 @@ def read_arm_urdf() -> str:
 class NodeProcess:
     """``python -m rbd_ros.node`` in a subprocess with a namespace and a parameter file."""
 
-    def __init__(self, ns: str, params: dict | None = None, extra_args=(), python_prefix=()):
+    def __init__(self, ns: str, params: dict | None = None, extra_args=(),
+                 module_args=("-m", "rbd_ros.node")):
         self.ns = ns
         self.fqn = f"/{ns}/{NODE_NAME}"
         self.logfile = tempfile.NamedTemporaryFile("w+", prefix=f"rbd_node_{ns}_", suffix=".log",
                                                    delete=False)
         self.paramfile = None
-        args = [sys.executable, *python_prefix, "-m", "rbd_ros.node", "--ros-args",
+        args = [sys.executable, *module_args, "--ros-args",
                 "-r", f"__ns:=/{ns}"]
         if params:
             self.paramfile = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
@@ -212,13 +213,19 @@ def joint_state(names, q, v=None, stamp=None) -> JointState:
     return msg
 
 
-def publish_until(pub, make_msg, rec, timeout=10.0, period=0.02):
-    """Publish fresh messages (new stamps) until rec gets an output carrying one of them."""
+def publish_until(pub, make_msg, rec, timeout=10.0, period=0.02, accept=None):
+    """Publish fresh messages (new stamps) until rec gets an output carrying one of them
+    (and, with accept, one that accept(output) approves)."""
     t_end = time.monotonic() + timeout
+
+    def answer(stamp):
+        got = rec.by_stamp(stamp)
+        return got if got is not None and (accept is None or accept(got)) else None
+
     while time.monotonic() < t_end:
         msg = make_msg()
         pub.publish(msg)
-        got = wait_for(lambda: rec.by_stamp(msg.header.stamp), timeout=period, period=0.002)
+        got = wait_for(lambda: answer(msg.header.stamp), timeout=period, period=0.002)
         if got is not None:
             return msg, got
     return None, None

@@ -492,6 +492,7 @@ class DynamicsNode:
                 "--base-paths src src/rbd_ros/rbd_ros_interfaces, or "
                 "scripts/build_interfaces.sh VENV) and restart the node.")
             self.log.error(self.services_error)
+            self.stats.error(self.services_error)
             return
         if p["service_process"]:
             self._worker_restarts = 0
@@ -637,9 +638,9 @@ class DynamicsNode:
                     + (f" (worker pid {self.worker.pid})" if self.worker else " (in process)"))
         kv += [KeyValue(key="services", value=services),
                KeyValue(key="last_error", value=st.last_error)]
-        if self.services_error and status.level == DiagnosticStatus.OK:
-            status.level = DiagnosticStatus.WARN
-            status.message = "streaming; services off (rbd_ros_interfaces missing)"
+        if self.services_error:
+            status.level = max(status.level, DiagnosticStatus.WARN)
+            status.message += "; services off (see last_error / the log)"
         status.values = kv
         arr = DiagnosticArray()
         arr.header.stamp = self.node.get_clock().now().to_msg()
