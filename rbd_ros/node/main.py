@@ -3,6 +3,8 @@ import sys
 
 
 def main(args=None):
+    from rbd_ros.node import quiet_numba_cache_warnings
+    quiet_numba_cache_warnings()
     import rclpy
 
     from rbd_ros.node.dynamics_node import DEFAULT_NAME, DynamicsNode

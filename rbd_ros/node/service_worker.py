@@ -30,6 +30,8 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     node_fqn, threads = argv[0], int(argv[1])
     expect_model = len(argv) > 2 and argv[2] == "1"
+    from rbd_ros.node import quiet_numba_cache_warnings
+    quiet_numba_cache_warnings()
     import numba
     import rclpy
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
