@@ -17,6 +17,7 @@ when its stdin closes (the parent is gone) or on SIGINT/SIGTERM.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 
@@ -64,7 +65,11 @@ def main(argv=None):
     def read_models():
         for line in sys.stdin:
             load(line)
-        # stdin closed: the parent is gone
+        # stdin closed: the parent is gone.  Stop spinning; should anything hang on the way
+        # out, do not linger as an orphan.
+        guard = threading.Timer(5.0, os._exit, args=(0,))
+        guard.daemon = True
+        guard.start()
         rclpy.try_shutdown()
 
     if expect_model:  # the node has a model already: no service before it is loaded here
