@@ -29,6 +29,7 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
 
 JOINTS = [f"joint{i}" for i in range(1, 8)]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -67,7 +68,7 @@ def start_node(ns, reliable, executor, extra):
     return proc, log.name
 
 
-def run_mode(node, mode, seconds, rate, executor, extra):
+def run_mode(node, mode, seconds, rate, executor, extra, subscribe_all):
     reliable = mode == "reliable"
     ns = f"bench{os.getpid()}_{mode}"
     proc, logname = start_node(ns, reliable, executor, extra)
@@ -96,6 +97,14 @@ def run_mode(node, mode, seconds, rate, executor, extra):
     sub = node.create_subscription(JointState, f"/{ns}/rbd_dynamics/gravity_torques_state",
                                    on_out, QoSProfile(depth=100,
                                                       reliability=ReliabilityPolicy.RELIABLE))
+    others = []
+    if subscribe_all:  # every output matched, so the node publishes all five messages
+        for topic, mtype in (("gravity_torques", Float64MultiArray),
+                             ("bias_torques", Float64MultiArray),
+                             ("bias_torques_state", JointState),
+                             ("inertia_matrix", Float64MultiArray)):
+            others.append(node.create_subscription(mtype, f"/{ns}/rbd_dynamics/{topic}",
+                                                   lambda m: None, 10))
     msg = JointState()
     msg.name = JOINTS
     q = np.zeros(7)
@@ -121,6 +130,14 @@ def run_mode(node, mode, seconds, rate, executor, extra):
         k += 1
         time.sleep(0.01)
     node.destroy_subscription(probe)
+    # the service worker compiles its kernels at start: wait until it is ready, so that
+    # the measurement sees the node in its steady state
+    while not diag.get("services", "").startswith(("on", "off")):
+        if time.monotonic() > t_end:
+            raise RuntimeError(f"services never became ready; see {logname}")
+        publish_one(k)
+        k += 1
+        time.sleep(0.01)
     time.sleep(0.5)
 
     # warm-up 2 s, then measure
@@ -152,6 +169,8 @@ def run_mode(node, mode, seconds, rate, executor, extra):
     cpu = {name: (cpu_seconds(pid) - cpu0[name]) / wall * 100 for name, pid in pids.items()}
     cpu["bench"] = (cpu_seconds(os.getpid()) - cpu0["bench"]) / wall * 100
     node.destroy_subscription(sub)
+    for o in others:
+        node.destroy_subscription(o)
     node.destroy_publisher(pub)
     proc.send_signal(signal.SIGINT)
     try:
@@ -172,6 +191,9 @@ def main():
     ap.add_argument("--rate", type=float, default=1000.0)
     ap.add_argument("--modes", default="best_effort,reliable")
     ap.add_argument("--executor", default="single", choices=["single", "events"])
+    ap.add_argument("--subscribe-all", action="store_true",
+                    help="also subscribe to the four other outputs (the node then publishes "
+                         "five messages per input; it skips topics without subscribers)")
     ap.add_argument("--param", action="append", default=[],
                     help="extra node parameter NAME=VALUE (repeatable)")
     args = ap.parse_args()
@@ -190,7 +212,8 @@ def main():
     rows = []
     try:
         for mode in args.modes.split(","):
-            r = run_mode(node, mode, args.seconds, args.rate, args.executor, args.param)
+            r = run_mode(node, mode, args.seconds, args.rate, args.executor, args.param,
+                         args.subscribe_all)
             rows.append(r)
             print(f"{mode}: done", file=sys.stderr)
     finally:
@@ -199,7 +222,9 @@ def main():
         node.destroy_node()
         rclpy.shutdown()
     print(f"\n{args.seconds:g} s at {args.rate:g} Hz per row, node control_executor="
-          f"{args.executor}, {os.cpu_count()} CPUs {' '.join(args.param)}\n")
+          f"{args.executor}, {os.cpu_count()} CPUs, outputs subscribed: "
+          f"{'all five' if args.subscribe_all else 'gravity_torques_state only'} "
+          f"{' '.join(args.param)}\n")
     print("| joint_states QoS | sent | received (drops) | p50 ms | p95 ms | p99 ms | max ms "
           "| > 1 ms | CPU node | CPU worker | CPU bench |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -207,7 +232,8 @@ def main():
         d = r["diag"]
         print(f"node-side {r['mode']}: callback p50/p99 {d.get('callback_time_p50_us')}/"
               f"{d.get('callback_time_p99_us')} us, dynamics p50/p99 {d.get('compute_time_p50_us')}/"
-              f"{d.get('compute_time_p99_us')} us (last 4096 messages)", file=sys.stderr)
+              f"{d.get('compute_time_p99_us')} us, publishing p50/p99 {d.get('publish_time_p50_us')}/"
+              f"{d.get('publish_time_p99_us')} us (last 4096 messages)", file=sys.stderr)
     for r in rows:
         c = r["cpu"]
         print(f"| {r['mode'].replace('_', ' ')}{' depth 10' if r['mode'] == 'reliable' else ' depth 5'} "

@@ -186,6 +186,7 @@ class Stats:
         self.window = window
         self.callback_us = np.zeros(window)
         self.compute_us = np.zeros(window)
+        self.publish_us = np.zeros(window)
         self.n = 0
         self.last_error = ""
         self.last_error_time = 0.0
@@ -193,10 +194,11 @@ class Stats:
     def drop(self, reason: str) -> None:
         self.dropped[reason] = self.dropped.get(reason, 0) + 1
 
-    def record(self, callback_us: float, compute_us: float) -> None:
+    def record(self, callback_us: float, compute_us: float, publish_us: float) -> None:
         k = self.n % self.window
         self.callback_us[k] = callback_us
         self.compute_us[k] = compute_us
+        self.publish_us[k] = publish_us
         self.n += 1
 
     def error(self, text: str) -> None:
@@ -209,7 +211,8 @@ class Stats:
             return None
         cb = np.percentile(self.callback_us[:m], [50, 99])
         co = np.percentile(self.compute_us[:m], [50, 99])
-        return cb, co
+        pu = np.percentile(self.publish_us[:m], [50, 99])
+        return cb, co, pu
 
 
 class DynamicsNode:
@@ -461,22 +464,29 @@ class DynamicsNode:
             self.log.error(text, throttle_duration_sec=2.0)
             return
         stamp = msg.header.stamp
+        t3 = time.perf_counter()
         if not rt.shared:
             rt.msg_g.data = rt.msg_gs.effort = rt.g_buf
             rt.msg_b.data = rt.msg_bs.effort = rt.b_buf
             rt.msg_h.data = rt.h_buf
-        self.pub_g.publish(rt.msg_g)
-        rt.msg_gs.header.stamp = stamp
-        self.pub_gs.publish(rt.msg_gs)
+        # topics nobody subscribes to are skipped (serialising costs ~10-30 us each)
+        if self.pub_g.get_subscription_count():
+            self.pub_g.publish(rt.msg_g)
+        if self.pub_gs.get_subscription_count():
+            rt.msg_gs.header.stamp = stamp
+            self.pub_gs.publish(rt.msg_gs)
         if bias:
-            self.pub_b.publish(rt.msg_b)
-            rt.msg_bs.header.stamp = stamp
-            self.pub_bs.publish(rt.msg_bs)
-        if inertia:
+            if self.pub_b.get_subscription_count():
+                self.pub_b.publish(rt.msg_b)
+            if self.pub_bs.get_subscription_count():
+                rt.msg_bs.header.stamp = stamp
+                self.pub_bs.publish(rt.msg_bs)
+        if inertia and self.pub_h.get_subscription_count():
             self.pub_h.publish(rt.msg_h)
         self._last_publish = now
         st.msgs_out += 1
-        st.record((time.perf_counter() - t0) * 1e6, (t2 - t1) * 1e6)
+        t4 = time.perf_counter()
+        st.record((t4 - t0) * 1e6, (t2 - t1) * 1e6, (t4 - t3) * 1e6)
 
     # --------------------------------------------------------------- services
     def _create_services(self, p):
@@ -628,11 +638,13 @@ class DynamicsNode:
                KeyValue(key="rate_limited", value=str(st.rate_limited))]
         pct = st.percentiles()
         if pct is not None:
-            (cb50, cb99), (co50, co99) = pct
+            (cb50, cb99), (co50, co99), (pu50, pu99) = pct
             kv += [KeyValue(key="compute_time_p50_us", value=f"{co50:.1f}"),
                    KeyValue(key="compute_time_p99_us", value=f"{co99:.1f}"),
                    KeyValue(key="callback_time_p50_us", value=f"{cb50:.1f}"),
-                   KeyValue(key="callback_time_p99_us", value=f"{cb99:.1f}")]
+                   KeyValue(key="callback_time_p99_us", value=f"{cb99:.1f}"),
+                   KeyValue(key="publish_time_p50_us", value=f"{pu50:.1f}"),
+                   KeyValue(key="publish_time_p99_us", value=f"{pu99:.1f}")]
         services = ("off" if self.services_error else
                     ("on" if self.services_ready else "starting")
                     + (f" (worker pid {self.worker.pid})" if self.worker else " (in process)"))
