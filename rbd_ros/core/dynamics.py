@@ -6,9 +6,10 @@ same N), which runs on all cores (numba ``prange``).  Results are new arrays.
 Bad arguments raise ``ValueError`` naming the argument and what was expected.
 """
 import numpy as np
+from numba import get_num_threads
 
 from .algorithms.aba import aba_batch_k, aba_fext_k, aba_k
-from .algorithms.common import BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_V, OK, SINGULAR
+from .algorithms.common import BAD_FEXT, BAD_Q, BAD_QUAT, BAD_V, OK, SINGULAR
 from .algorithms.coriolis import coriolis_k
 from .algorithms.crba import crba_batch_k, crba_k
 from .algorithms.forward_dynamics import forward_dynamics_batch_k, forward_dynamics_fext_k, forward_dynamics_k
@@ -16,11 +17,18 @@ from .algorithms.ltdl import ltdl_k, ltdl_solve_k
 from .algorithms.rnea import bias_k, gravity_k, rnea_batch_k, rnea_fext_k, rnea_k
 
 _F8 = np.dtype(np.float64)
+_ND = np.ndarray
 _NO_FEXT3 = np.zeros((0, 0, 6))
 FEXT_FRAMES = ("local", "world")
 
 
 # ----------------------------------------------------------------------------- argument checks
+
+def _plain(x, shape):
+    """True for a float64 ndarray of exactly this shape: the fast path, where
+    the kernel itself checks the values (NaN/inf) and reports a status."""
+    return x.__class__ is _ND and x.dtype is _F8 and x.shape == shape
+
 
 def _describe(x):
     if isinstance(x, np.ndarray):
@@ -113,6 +121,12 @@ def rnea(model, q, v, a, f_ext=None, f_ext_frame="local"):
     {link: wrench}.  ``f_ext_frame="local"``: each in its link's frame, moment
     about the link origin; ``"world"``: world axes, moment about the world
     origin."""
+    if f_ext is None and _plain(q, model._sq) and _plain(v, model._sv) and _plain(a, model._sv):
+        out = np.empty(model._nv)
+        st = rnea_k(model.md, model.workspace(), q, v, a, out)
+        if st:
+            _check(st)
+        return out
     q = _vec(q, model.nq, "q")
     v = _vec(v, model.nv, "v")
     a = _vec(a, model.nv, "a")
@@ -128,13 +142,19 @@ def rnea(model, q, v, a, f_ext=None, f_ext_frame="local"):
     fe, world = (_NO_FEXT3, False) if f_ext is None else _fext(model, f_ext, f_ext_frame, N)
     out = np.empty((N, model.nv))
     status = np.zeros(N, dtype=np.int64)
-    rnea_batch_k(model.md, q, v, a, fe, world, True, True, out, status)
+    rnea_batch_k(model.md, q, v, a, fe, world, True, True, out, status, get_num_threads())
     _check_batch(status)
     return out
 
 
 def gravity(model, q):
     """Generalised gravity g(q) = rnea(q, 0, 0)."""
+    if _plain(q, model._sq):
+        out = np.empty(model._nv)
+        st = gravity_k(model.md, model.workspace(), q, out)
+        if st:
+            _check(st)
+        return out
     q = _vec(q, model.nq, "q")
     if q.ndim == 1:
         out = np.empty(model.nv)
@@ -143,13 +163,19 @@ def gravity(model, q):
     N = q.shape[0]
     out = np.empty((N, model.nv))
     status = np.zeros(N, dtype=np.int64)
-    rnea_batch_k(model.md, q, q, q, _NO_FEXT3, False, False, False, out, status)
+    rnea_batch_k(model.md, q, q, q, _NO_FEXT3, False, False, False, out, status, get_num_threads())
     _check_batch(status)
     return out
 
 
 def bias(model, q, v):
     """Bias forces C(q, v) v + g(q) = rnea(q, v, 0)."""
+    if _plain(q, model._sq) and _plain(v, model._sv):
+        out = np.empty(model._nv)
+        st = bias_k(model.md, model.workspace(), q, v, out)
+        if st:
+            _check(st)
+        return out
     q = _vec(q, model.nq, "q")
     v = _vec(v, model.nv, "v")
     N = _batch(model, q, v)
@@ -159,13 +185,19 @@ def bias(model, q, v):
         return out
     out = np.empty((N, model.nv))
     status = np.zeros(N, dtype=np.int64)
-    rnea_batch_k(model.md, q, v, v, _NO_FEXT3, False, True, False, out, status)
+    rnea_batch_k(model.md, q, v, v, _NO_FEXT3, False, True, False, out, status, get_num_threads())
     _check_batch(status)
     return out
 
 
 def crba(model, q):
     """Joint-space inertia matrix H(q) (symmetric, full), CRBA."""
+    if _plain(q, model._sq):
+        H = np.empty((model._nv, model._nv))
+        st = crba_k(model.md, model.workspace(), q, H)
+        if st:
+            _check(st)
+        return H
     q = _vec(q, model.nq, "q")
     if q.ndim == 1:
         H = np.empty((model.nv, model.nv))
@@ -174,7 +206,7 @@ def crba(model, q):
     N = q.shape[0]
     H = np.empty((N, model.nv, model.nv))
     status = np.zeros(N, dtype=np.int64)
-    crba_batch_k(model.md, q, H, status)
+    crba_batch_k(model.md, q, H, status, get_num_threads())
     _check_batch(status)
     return H
 
@@ -210,6 +242,12 @@ def aba(model, q, v, tau, f_ext=None, f_ext_frame="local"):
 
 
 def _fd(model, q, v, tau, f_ext, frame, kernel, kernel_fext, kernel_batch):
+    if f_ext is None and _plain(q, model._sq) and _plain(v, model._sv) and _plain(tau, model._sv):
+        out = np.empty(model._nv)
+        st = kernel(model.md, model.workspace(), q, v, tau, out)
+        if st:
+            _check(st, "tau")
+        return out
     q = _vec(q, model.nq, "q")
     v = _vec(v, model.nv, "v")
     tau = _vec(tau, model.nv, "tau")
@@ -225,7 +263,7 @@ def _fd(model, q, v, tau, f_ext, frame, kernel, kernel_fext, kernel_batch):
     fe, world = (_NO_FEXT3, False) if f_ext is None else _fext(model, f_ext, frame, N)
     out = np.empty((N, model.nv))
     status = np.zeros(N, dtype=np.int64)
-    kernel_batch(model.md, q, v, tau, fe, world, out, status)
+    kernel_batch(model.md, q, v, tau, fe, world, out, status, get_num_threads())
     _check_batch(status, "tau")
     return out
 

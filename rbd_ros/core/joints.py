@@ -85,7 +85,7 @@ def prismatic_transform(T, ot, u, ou, d, X, ox):
                                          + T[ot + 6 + k] * u[ou + 2]) * d
 
 
-@njit(**INLINE)
+@njit(**JIT)      # not inlined: its branch would slow down every revolute joint's loop
 def free_transform(T, ot, q, oq, X, ox):
     """X = X_J(q) X_T with q[oq:oq+7] = [x y z qx qy qz qw] (Pinocchio's
     free-flyer): the body's placement in its parent is (R(quat), p), so
@@ -123,7 +123,8 @@ def free_transform(T, ot, q, oq, X, ox):
 @njit(**INLINE)
 def free_dof_to_spatial(c):
     """Index in the internal [w; v] order of the free joint's user DOF c
-    (user order [v; w], Pinocchio's)."""
+    (user order [v; w], Pinocchio's).  The kernels write it as (c + 3) % 6
+    inline: helper calls inside inlined helpers cost more than the maths."""
     return c + 3 if c < 3 else c - 3
 
 

@@ -10,7 +10,7 @@ kernel takes one and allocates nothing.
 """
 from numba import njit
 
-from .spatial import INLINE, JIT
+from .spatial import INLINE
 
 # header
 H_NB, H_NV, H_NQ, H_NVF, H_NMIM = 0, 1, 2, 3, 4

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .joints import FREE
-from .layout import (C_JTYPE, C_MULT, C_PARENT, C_VI, H_GRAV, H_NB, H_NMIM, H_NQ, H_NV, H_NVF,
+from .layout import (C_JTYPE, C_PARENT, C_VI, H_GRAV, H_NB, H_NMIM, H_NQ, H_NV, H_NVF,
                      H_OFF_BODY, H_OFF_DOFPAR, H_OFF_MIMIC, HEADER, NCOL, workspace_size)
 
 
@@ -80,11 +80,11 @@ class Model:
     # ---------------------------------------------------------------- sizes
     @property
     def nq(self):
-        return int(self.md[H_NQ])
+        return self._sq[0]
 
     @property
     def nv(self):
-        return int(self.md[H_NV])
+        return self._nv
 
     @property
     def nbodies(self):
@@ -173,6 +173,10 @@ class Model:
         object.__setattr__(self, "_joint_pos", {n: k for k, n in enumerate(self.joint_names)})
         object.__setattr__(self, "_link_pos", {n: k for k, n in enumerate(self.link_names)})
         object.__setattr__(self, "_fext_maps", {})
+        # plain ints and shapes for the argument checks on the hot path
+        object.__setattr__(self, "_nv", int(self.md[H_NV]))
+        object.__setattr__(self, "_sq", (int(self.md[H_NQ]),))
+        object.__setattr__(self, "_sv", (int(self.md[H_NV]),))
 
     def workspace(self):
         """This thread's scratch vector for the kernels (created on first use)."""

@@ -301,25 +301,83 @@ def inertia_to_mat6(I, oi, out, oo):
 
 
 @njit(**INLINE)
-def mat6_xT_X_add(X, ox, M, om, tmp, ot, out, oo):
-    """out += X^T M X for a symmetric 6x6 M.  Needs 48 scratch numbers at tmp[ot:].
+def _rot_congruence(E, oe, M, om, out, oo):
+    """out (3x3) = E^T N E for the 3x3 block N of a 6x6 M starting at M[om] (row stride 6)."""
+    for j in range(3):
+        e0 = E[oe + j]
+        e1 = E[oe + 3 + j]
+        e2 = E[oe + 6 + j]
+        t0 = M[om] * e0 + M[om + 1] * e1 + M[om + 2] * e2
+        t1 = M[om + 6] * e0 + M[om + 7] * e1 + M[om + 8] * e2
+        t2 = M[om + 12] * e0 + M[om + 13] * e1 + M[om + 14] * e2
+        for i in range(3):
+            out[oo + 3 * i + j] = E[oe + i] * t0 + E[oe + 3 + i] * t1 + E[oe + 6 + i] * t2
 
-    (M X)^T = X^T M: apply X^T to each column of M, then to each row of that."""
-    col = ot
-    res = ot + 6
-    T = ot + 12
-    for j in range(6):
-        for k in range(6):
-            tmp[col + k] = M[om + 6 * k + j]
-        xT_force(X, ox, tmp, col, tmp, res)
-        for k in range(6):
-            tmp[T + 6 * k + j] = tmp[res + k]
-    for j in range(6):
-        for k in range(6):
-            tmp[col + k] = tmp[T + 6 * j + k]
-        xT_force(X, ox, tmp, col, tmp, res)
-        for k in range(6):
-            out[oo + 6 * k + j] += tmp[res + k]
+
+@njit(**JIT)
+def mat6_xT_X_add(X, ox, M, om, tmp, ot, out, oo):
+    """out += X^T M X for a symmetric 6x6 M = [[A, B], [B^T, C]] (row-major).
+    Needs 36 scratch numbers at tmp[ot:].
+
+    With X = [[1, 0], [-r x, 1]] diag(E, E) and the rotated blocks
+    A' = E^T A E, B' = E^T B E, C' = E^T C E:
+
+        X^T M X = [[A' - P - P^T - r x C' r x,  B' + r x C'],
+                   [(B' + r x C')^T,            C'         ]],   P = B' r x
+    """
+    A = ot
+    B = ot + 9
+    C = ot + 18
+    Q = ot + 27
+    _rot_congruence(X, ox, M, om, tmp, A)
+    _rot_congruence(X, ox, M, om + 3, tmp, B)
+    _rot_congruence(X, ox, M, om + 21, tmp, C)
+    r0 = X[ox + 9]
+    r1 = X[ox + 10]
+    r2 = X[ox + 11]
+    # Q = C' r x  (column j of r x: (0, r2, -r1), (-r2, 0, r0), (r1, -r0, 0))
+    for i in range(3):
+        c0 = tmp[C + 3 * i]
+        c1 = tmp[C + 3 * i + 1]
+        c2 = tmp[C + 3 * i + 2]
+        tmp[Q + 3 * i] = c1 * r2 - c2 * r1
+        tmp[Q + 3 * i + 1] = -c0 * r2 + c2 * r0
+        tmp[Q + 3 * i + 2] = c0 * r1 - c1 * r0
+    for j in range(3):
+        # column j of r x C' (= -(C' r x)^T row j, C' symmetric) and of r x Q
+        rc0 = -r2 * tmp[C + 3 + j] + r1 * tmp[C + 6 + j]
+        rc1 = r2 * tmp[C + j] - r0 * tmp[C + 6 + j]
+        rc2 = -r1 * tmp[C + j] + r0 * tmp[C + 3 + j]
+        rq0 = -r2 * tmp[Q + 3 + j] + r1 * tmp[Q + 6 + j]
+        rq1 = r2 * tmp[Q + j] - r0 * tmp[Q + 6 + j]
+        rq2 = -r1 * tmp[Q + j] + r0 * tmp[Q + 3 + j]
+        bj = (tmp[B + j] + rc0, tmp[B + 3 + j] + rc1, tmp[B + 6 + j] + rc2)
+        for i in range(3):
+            out[oo + 6 * i + 3 + j] += bj[i]          # upper-right block
+            out[oo + 6 * (3 + j) + i] += bj[i]        # lower-left block (transpose)
+            out[oo + 6 * (3 + i) + 3 + j] += tmp[C + 3 * i + j]
+        rq = (rq0, rq1, rq2)
+        for i in range(3):
+            # P_ij = (B' r x)_ij
+            b0 = tmp[B + 3 * i]
+            b1 = tmp[B + 3 * i + 1]
+            b2 = tmp[B + 3 * i + 2]
+            if j == 0:
+                pij = b1 * r2 - b2 * r1
+            elif j == 1:
+                pij = -b0 * r2 + b2 * r0
+            else:
+                pij = b0 * r1 - b1 * r0
+            bj0 = tmp[B + 3 * j]
+            bj1 = tmp[B + 3 * j + 1]
+            bj2 = tmp[B + 3 * j + 2]
+            if i == 0:
+                pji = bj1 * r2 - bj2 * r1
+            elif i == 1:
+                pji = -bj0 * r2 + bj2 * r0
+            else:
+                pji = bj0 * r1 - bj1 * r0
+            out[oo + 6 * i + j] += tmp[A + 3 * i + j] - pij - pji - rq[i]
 
 
 @njit(**INLINE)

@@ -26,15 +26,16 @@ sweep per constraint (the articulated inertias are reused),
 which is the reduced dynamics exactly, at O(n (1 + n_mimic)).
 """
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit, prange
 
-from ..joints import FREE, free_dof_to_spatial
-from ..layout import (C_FV, C_JTYPE, C_MASS, C_MIMIC, C_MULT, C_PARENT, C_VI, H_GRAV, H_NB, H_NMIM, H_NVF, W_ABA,
-                      W_RNEA, body_row, mimic_pair, region_offsets, workspace_size)
+from ..joints import (FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform,
+                      revolute_transform)
+from ..layout import (C_AXIS, C_ET, C_FV, C_JTYPE, C_MASS, C_MIMIC, C_MULT, C_OFFSET, C_PARENT, C_QI, C_VI, H_GRAV,
+                      H_NB, H_NMIM, H_NVF, W_ABA, W_RNEA, body_row, mimic_pair, region_offsets, workspace_size)
 from ..spatial import (JIT, chol6_solve, cross_force_add, cross_motion, inertia_mul, inertia_to_mat6,
                        mat6_vec, mat6_xT_X_add, x_force, x_motion, xT_force_add)
 from .common import (BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_V, OK, SINGULAR, S_column, S_dot, all_finite,
-                     joint_motion, joint_transform)
+                     joint_motion)
 from .rnea import world_placement
 
 X_, V_ = 0, 12                          # slots in the RNEA region
@@ -87,7 +88,7 @@ def _force_and_accel_sweeps(md, ws, oR, oA, t, tau_full, with_bias, qdd_full):
         if int(md[o + C_JTYPE]) == FREE:
             # u = tau - p^A; p^a = p^A + u = tau
             for k in range(6):
-                s = free_dof_to_spatial(k)
+                s = (k + 3) % 6
                 ws[b + u_ + s] = tau_full[fv + k] - ws[b + PA_ + s]
                 ws[pa + s] = tau_full[fv + k]
         else:
@@ -131,7 +132,7 @@ def _force_and_accel_sweeps(md, ws, oR, oA, t, tau_full, with_bias, qdd_full):
             if not chol6_solve(ws, b + D_, ws, b + u_, ws, t + 24, ws, a_i):
                 return False
             for k in range(6):
-                qdd_full[fv + k] = ws[a_i + free_dof_to_spatial(k)] - ws[ap + free_dof_to_spatial(k)]
+                qdd_full[fv + k] = ws[a_i + (k + 3) % 6] - ws[ap + (k + 3) % 6]
         else:
             Ua = 0.0
             for k in range(6):
@@ -175,7 +176,13 @@ def aba_into(md, ws, q, v, tau, fext, fext_world, out):
         o = body_row(md, i)
         x = oR + i * W_RNEA
         b = oA + i * W_ABA
-        if not joint_transform(md, o, q, ws, x + X_):
+        jt = int(md[o + C_JTYPE])
+        qi = int(md[o + C_QI])
+        if jt == REVOLUTE:
+            revolute_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET], ws, x + X_)
+        elif jt == PRISMATIC:
+            prismatic_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET], ws, x + X_)
+        elif not free_transform(md, o + C_ET, q, qi, ws, x + X_):
             return BAD_QUAT
         p = int(md[o + C_PARENT])
         joint_motion(md, o, v, ws, t)                 # vJ = S qd
@@ -300,9 +307,9 @@ def aba_fext_k(md, ws, q, v, tau, fext, fext_world, out):
 
 
 @njit(**dict(JIT, parallel=True))
-def aba_batch_k(md, Q, V, T, fext, fext_world, OUT, status):
+def aba_batch_k(md, Q, V, T, fext, fext_world, OUT, status, nthreads):
     N = Q.shape[0]
-    nth = min(get_num_threads(), max(N, 1))
+    nth = min(nthreads, max(N, 1))
     chunk = (N + nth - 1) // nth
     wsize = workspace_size(md)
     for t in prange(nth):

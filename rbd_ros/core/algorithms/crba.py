@@ -19,13 +19,14 @@ add ``m_a m_b`` times their entry to their masters' rows and columns, which
 is H = G^T H_full G.
 """
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit, prange
 
-from ..layout import (C_MASS, C_MULT, C_PARENT, H_NB, H_NMIM, H_NVF, W_COR, W_IC, W_RNEA, W_WORLD, body_row,
-                      region_offsets, workspace_size)
-from ..spatial import JIT, inertia_mul, inertia_xT_add, x_motion_inv, xT_force
+from ..joints import PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
+from ..layout import (C_AXIS, C_ET, C_JTYPE, C_MASS, C_MULT, C_OFFSET, C_PARENT, C_QI, H_NB, H_NMIM, H_NVF, W_COR,
+                      W_IC, W_RNEA, W_WORLD, body_row, region_offsets, workspace_size)
+from ..spatial import JIT, inertia_mul, inertia_xT_add, x_motion_inv, xT_force_add
 from .rnea import world_placement
-from .common import BAD_Q, BAD_QUAT, OK, S_column, S_dot, all_finite, dof, joint_transform, ncols
+from .common import BAD_Q, BAD_QUAT, OK, S_column, S_dot, all_finite, dof, ncols
 
 
 @njit(**JIT)
@@ -42,7 +43,13 @@ def crba_into(md, ws, q, H):
     t = offs[5]                 # scratch: S at t, F at t+6, X^T F at t+12
     for i in range(nb):
         o = body_row(md, i)
-        if not joint_transform(md, o, q, ws, oR + i * W_RNEA):
+        jt = int(md[o + C_JTYPE])
+        qi = int(md[o + C_QI])
+        if jt == REVOLUTE:
+            revolute_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET], ws, oR + i * W_RNEA)
+        elif jt == PRISMATIC:
+            prismatic_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET], ws, oR + i * W_RNEA)
+        elif not free_transform(md, o + C_ET, q, qi, ws, oR + i * W_RNEA):
             return BAD_QUAT
         for k in range(13):
             ws[oI + i * W_IC + k] = md[o + C_MASS + k]
@@ -72,7 +79,9 @@ def crba_into(md, ws, q, H):
             p = int(md[o + C_PARENT])
             if p < 0:
                 continue
-            xT_force(ws, oW + i * W_WORLD, ws, t + 6, ws, t + 12)
+            for k in range(6):
+                ws[t + 12 + k] = 0.0
+            xT_force_add(ws, oW + i * W_WORLD, ws, t + 6, ws, t + 12)
             j = p
             while j >= 0:
                 oj = body_row(md, j)
@@ -94,9 +103,9 @@ def crba_k(md, ws, q, H):
 
 
 @njit(**dict(JIT, parallel=True))
-def crba_batch_k(md, Q, OUT, status):
+def crba_batch_k(md, Q, OUT, status, nthreads):
     N = Q.shape[0]
-    nth = min(get_num_threads(), max(N, 1))
+    nth = min(nthreads, max(N, 1))
     chunk = (N + nth - 1) // nth
     wsize = workspace_size(md)
     for t in prange(nth):

@@ -5,7 +5,7 @@
     qdd  = H^-1 (tau - b)            (LᵀDL with branch-induced sparsity)
 """
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit, prange
 
 from ..layout import H_NB, H_NMIM, H_NV, H_NVF, region_offsets, workspace_size
 from ..spatial import JIT
@@ -47,9 +47,9 @@ def forward_dynamics_fext_k(md, ws, q, v, tau, fext, fext_world, out):
 
 
 @njit(**dict(JIT, parallel=True))
-def forward_dynamics_batch_k(md, Q, V, T, fext, fext_world, OUT, status):
+def forward_dynamics_batch_k(md, Q, V, T, fext, fext_world, OUT, status, nthreads):
     N = Q.shape[0]
-    nth = min(get_num_threads(), max(N, 1))
+    nth = min(nthreads, max(N, 1))
     chunk = (N + nth - 1) // nth
     wsize = workspace_size(md)
     for t in prange(nth):

@@ -14,13 +14,14 @@ A mimic joint's qd/qdd are ``multiplier * master``; its tau_i is folded into
 the master's (``tau_master += multiplier * S_i^T f_i``), i.e. tau = G^T tau_full.
 """
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit, prange
 
-from ..joints import FREE, REVOLUTE, free_dof_to_spatial
-from ..layout import (C_AXIS, C_JTYPE, C_MASS, C_MULT, C_PARENT, C_VI, H_GRAV, H_NB, H_NMIM, H_NVF, W_RNEA,
-                      W_WORLD, body_row, region_offsets, workspace_size)
-from ..spatial import INLINE, JIT, cross_force_add, inertia_mul, rot_mul, x_force, x_motion, xT_force_add
-from .common import BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_V, OK, all_finite, joint_transform
+from ..joints import (FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform,
+                      revolute_transform)
+from ..layout import (C_AXIS, C_ET, C_JTYPE, C_MASS, C_MULT, C_OFFSET, C_PARENT, C_QI, C_VI, H_GRAV, H_NB, H_NMIM,
+                      H_NVF, W_RNEA, W_WORLD, body_row, region_offsets, workspace_size)
+from ..spatial import INLINE, JIT, cross_force_add, inertia_mul, x_force, x_motion, xT_force_add
+from .common import BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_V, OK, all_finite
 
 # per-body slots in the RNEA workspace region
 X_, V_, A_, F_ = 0, 12, 18, 24
@@ -28,19 +29,25 @@ X_, V_, A_, F_ = 0, 12, 18, 24
 
 @njit(**INLINE)
 def world_placement(md, ws, i, oX, oW):
-    """World -> body i transform into the world region (needs the parent's)."""
+    """World -> body i transform into the world region (needs the parent's):
+    E0_i = E_i E0_p,  r0_i = r0_p + E0_p^T r_i.  (A leaf: no helper calls.)"""
     p = int(md[body_row(md, i) + C_PARENT])
     x = oX + i * W_RNEA
     w = oW + i * W_WORLD
     if p < 0:
         for k in range(12):
             ws[w + k] = ws[x + k]
-        return
-    wp = oW + p * W_WORLD
-    rot_mul(ws, x, ws, wp, ws, w)               # E0_i = E_i E0_p
-    for k in range(3):                          # r0_i = r0_p + E0_p^T r_i
-        ws[w + 9 + k] = (ws[wp + 9 + k] + ws[wp + k] * ws[x + 9] + ws[wp + 3 + k] * ws[x + 10]
-                         + ws[wp + 6 + k] * ws[x + 11])
+    else:
+        wp = oW + p * W_WORLD
+        for r in range(3):
+            a0 = ws[x + 3 * r]
+            a1 = ws[x + 3 * r + 1]
+            a2 = ws[x + 3 * r + 2]
+            for c in range(3):
+                ws[w + 3 * r + c] = a0 * ws[wp + c] + a1 * ws[wp + 3 + c] + a2 * ws[wp + 6 + c]
+        for k in range(3):
+            ws[w + 9 + k] = (ws[wp + 9 + k] + ws[wp + k] * ws[x + 9] + ws[wp + 3 + k] * ws[x + 10]
+                             + ws[wp + 6 + k] * ws[x + 11])
 
 
 @njit(**JIT)
@@ -75,10 +82,15 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
     for i in range(nb):
         o = body_row(md, i)
         x = oR + i * W_RNEA
-        if not joint_transform(md, o, q, ws, x + X_):
+        jt = int(md[o + C_JTYPE])
+        qi = int(md[o + C_QI])
+        if jt == REVOLUTE:
+            revolute_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET], ws, x + X_)
+        elif jt == PRISMATIC:
+            prismatic_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET], ws, x + X_)
+        elif not free_transform(md, o + C_ET, q, qi, ws, x + X_):
             return BAD_QUAT
         p = int(md[o + C_PARENT])
-        jt = int(md[o + C_JTYPE])
         if p >= 0:
             xp = oR + p * W_RNEA
             if use_v:
@@ -95,7 +107,7 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
         if jt == FREE:
             if use_a:
                 for k in range(6):
-                    ws[x + A_ + free_dof_to_spatial(k)] += a[vi + k]
+                    ws[x + A_ + (k + 3) % 6] += a[vi + k]
             if use_v:
                 # a_i += v_i x (S qd); with v_i = X v_p + S qd that is (X v_p) x (S qd)
                 w0 = ws[x + V_]
@@ -188,7 +200,7 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
         vi = int(md[o + C_VI])
         if jt == FREE:
             for k in range(6):
-                out[vi + k] += ws[x + F_ + free_dof_to_spatial(k)]
+                out[vi + k] += ws[x + F_ + (k + 3) % 6]
         else:
             s = x + F_ if jt == REVOLUTE else x + F_ + 3
             out[vi] += md[o + C_MULT] * (md[o + C_AXIS] * ws[s] + md[o + C_AXIS + 1] * ws[s + 1]
@@ -222,11 +234,11 @@ def bias_k(md, ws, q, v, out):
 
 
 @njit(**dict(JIT, parallel=True))
-def rnea_batch_k(md, Q, V, A, fext, fext_world, use_v, use_a, OUT, status):
+def rnea_batch_k(md, Q, V, A, fext, fext_world, use_v, use_a, OUT, status, nthreads):
     """Row n of OUT = rnea(Q[n], V[n], A[n], fext[n]); fext is (N, nb, 6) or (0, nb, 6).
     States are split into one chunk per thread, each with its own workspace."""
     N = Q.shape[0]
-    nth = min(get_num_threads(), max(N, 1))
+    nth = min(nthreads, max(N, 1))
     chunk = (N + nth - 1) // nth
     wsize = workspace_size(md)
     for t in prange(nth):
