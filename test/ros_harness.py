@@ -84,7 +84,16 @@ class NodeProcess:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def children(self):
+        try:
+            with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
+                return [int(x) for x in f.read().split()]
+        except OSError:
+            return []
+
     def stop(self, timeout=10.0):
+        """SIGINT the node; it must exit and take its service worker with it."""
+        kids = self.children()
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
             try:
@@ -92,12 +101,25 @@ class NodeProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        if self.paramfile is not None:
+        if self.paramfile is not None and os.path.exists(self.paramfile.name):
             os.unlink(self.paramfile.name)
+        wait_for(lambda: not any(_alive(k) for k in kids), timeout=10)
+        left = [k for k in kids if _alive(k)]
+        for k in left:
+            os.kill(k, signal.SIGKILL)
+        assert not left, f"node {self.fqn} left processes behind: {left}"
         return self.proc.returncode
 
     def topic(self, rel: str) -> str:
         return f"{self.fqn}/{rel}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 class Recorder:

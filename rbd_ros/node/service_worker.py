@@ -23,8 +23,11 @@ import threading
 
 
 def _report(**kw):
-    sys.stdout.write(json.dumps(kw) + "\n")
-    sys.stdout.flush()
+    try:
+        sys.stdout.write(json.dumps(kw) + "\n")
+        sys.stdout.flush()
+    except (OSError, ValueError):  # the parent is gone; stdin EOF ends the worker
+        pass
 
 
 def main(argv=None):
@@ -62,15 +65,19 @@ def main(argv=None):
         state["runtime"] = rt
         _report(event="model", ok=True, name=rt.model.name, dof=rt.ndof)
 
+    stop = threading.Event()
+
     def read_models():
-        for line in sys.stdin:
-            load(line)
-        # stdin closed: the parent is gone.  Stop spinning; should anything hang on the way
-        # out, do not linger as an orphan.
-        guard = threading.Timer(5.0, os._exit, args=(0,))
-        guard.daemon = True
-        guard.start()
-        rclpy.try_shutdown()
+        try:
+            for line in sys.stdin:
+                load(line)
+        finally:
+            # stdin closed (or unreadable): the parent is gone.  Stop spinning; should
+            # anything hang on the way out, do not linger as an orphan.
+            guard = threading.Timer(5.0, os._exit, args=(0,))
+            guard.daemon = True
+            guard.start()
+            stop.set()
 
     if expect_model:  # the node has a model already: no service before it is loaded here
         line = sys.stdin.readline()
@@ -83,7 +90,7 @@ def main(argv=None):
     ex.add_node(node)
     _report(event="ready")
     try:
-        while rclpy.ok():
+        while rclpy.ok() and not stop.is_set():
             ex.spin_once(timeout_sec=0.1)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
