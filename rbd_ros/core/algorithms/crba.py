@@ -46,9 +46,11 @@ def crba_into(md, ws, q, H):
         jt = int(md[o + C_JTYPE])
         qi = int(md[o + C_QI])
         if jt == REVOLUTE:
-            revolute_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET], ws, oR + i * W_RNEA)
+            revolute_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
+                               ws, oR + i * W_RNEA)
         elif jt == PRISMATIC:
-            prismatic_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET], ws, oR + i * W_RNEA)
+            prismatic_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
+                                ws, oR + i * W_RNEA)
         elif not free_transform(md, o + C_ET, q, qi, ws, oR + i * W_RNEA):
             return BAD_QUAT
         for k in range(13):

@@ -85,9 +85,11 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
         jt = int(md[o + C_JTYPE])
         qi = int(md[o + C_QI])
         if jt == REVOLUTE:
-            revolute_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET], ws, x + X_)
+            revolute_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
+                               ws, x + X_)
         elif jt == PRISMATIC:
-            prismatic_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET], ws, x + X_)
+            prismatic_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
+                                ws, x + X_)
         elif not free_transform(md, o + C_ET, q, qi, ws, x + X_):
             return BAD_QUAT
         p = int(md[o + C_PARENT])

@@ -1,0 +1,50 @@
+"""Launch the rbd_ros dynamics node.
+
+    ros2 launch rbd_ros dynamics.launch.py                     # URDF from the robot_description topic
+    ros2 launch rbd_ros dynamics.launch.py urdf_file:=rbd_arm7 # bundled 7-dof arm
+    ros2 launch rbd_ros dynamics.launch.py urdf_file:=/path/robot.urdf namespace:=arm \
+        params_file:=/path/my_dynamics.yaml
+
+Feed-forward to ros2_control: remap the output, e.g.
+    gravity_topic:=/effort_controller/commands
+"""
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+
+def generate_launch_description():
+    default_params = os.path.join(get_package_share_directory("rbd_ros"), "config",
+                                  "dynamics.yaml")
+    urdf_file = LaunchConfiguration("urdf_file")
+    namespace = LaunchConfiguration("namespace")
+    params_file = LaunchConfiguration("params_file")
+    joint_states = LaunchConfiguration("joint_states_topic")
+    gravity_topic = LaunchConfiguration("gravity_topic")
+    return LaunchDescription([
+        DeclareLaunchArgument("urdf_file", default_value="",
+                              description="URDF path or bundled robot name (rbd_arm7); empty: "
+                                          "use the robot_description topic"),
+        DeclareLaunchArgument("namespace", default_value="",
+                              description="namespace of the node and its topics"),
+        DeclareLaunchArgument("params_file", default_value=default_params,
+                              description="parameter file (config/dynamics.yaml)"),
+        DeclareLaunchArgument("joint_states_topic", default_value="joint_states",
+                              description="joint state input topic"),
+        DeclareLaunchArgument("gravity_topic", default_value="~/gravity_torques",
+                              description="gravity torque output (e.g. "
+                                          "/effort_controller/commands)"),
+        Node(
+            package="rbd_ros",
+            executable="dynamics_node",
+            name="rbd_dynamics",
+            namespace=namespace,
+            output="screen",
+            parameters=[params_file, {"urdf_file": urdf_file}],
+            remappings=[("joint_states", joint_states), ("~/gravity_torques", gravity_topic)],
+        ),
+    ])

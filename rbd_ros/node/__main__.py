@@ -1,0 +1,3 @@
+from rbd_ros.node.main import main
+
+main()

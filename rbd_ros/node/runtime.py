@@ -1,0 +1,278 @@
+"""ROS-free part of the node: a loaded model with its name maps, the merged
+joint state, and the output buffers.
+
+One ``Runtime`` is built per robot description (off the control path) and
+swapped in atomically; the control path only ever reads ``node.runtime`` once
+per message.  No dynamics maths here: everything goes through ``rbd_ros.core``.
+"""
+from __future__ import annotations
+
+import array
+import math
+import os
+
+import numpy as np
+
+import rbd_ros.core as rbd
+
+BUNDLED_ROBOTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "robots")
+FREE_FLYER = "root_joint"
+
+# reasons a joint-state message is dropped (diagnostics keys)
+DROP_SIZE = "size_mismatch"
+DROP_NONFINITE = "non_finite"
+DROP_DUPLICATE = "duplicate_names"
+
+
+def bundled_robot_path(name: str) -> str:
+    """Path of a robot shipped with rbd_ros (``rbd_arm7``)."""
+    return os.path.join(BUNDLED_ROBOTS_DIR, name + ".urdf")
+
+
+def resolve_urdf_file(value: str) -> str:
+    """``urdf_file`` parameter -> a file path: an existing path, or the name of a bundled robot."""
+    if os.path.isfile(value):
+        return value
+    bundled = bundled_robot_path(value)
+    if os.sep not in value and os.path.isfile(bundled):
+        return bundled
+    raise rbd.ModelError(
+        f"urdf_file: no such file {value!r} (and no bundled robot of that name; bundled: "
+        f"{', '.join(sorted(f[:-5] for f in os.listdir(BUNDLED_ROBOTS_DIR) if f.endswith('.urdf')))})")
+
+
+def _array(n: int) -> tuple[array.array, np.ndarray]:
+    """A float64 array.array (what rclpy messages hold without copying) and a numpy view on it."""
+    buf = array.array("d", bytes(8 * n))
+    return buf, np.frombuffer(buf, dtype=np.float64)
+
+
+class Runtime:
+    """A model plus everything the node needs to use it by joint name.
+
+    DOF names: a 1-DOF joint is its joint name; a planar joint contributes
+    ``<joint>/x``, ``<joint>/y``, ``<joint>/theta``; the free-flyer
+    (``floating_base``) is not a named DOF (services carry it in base_* fields,
+    the topic path keeps the base at the neutral pose, at rest).
+    """
+
+    def __init__(self, model, joints=(), source: str = ""):
+        self.model = model
+        self.source = source
+        self.floating = False
+        dof_names, dof_q, dof_v = [], [], []
+        for jn, nq, nv, iq, iv in zip(model.joint_names, model.joint_nq, model.joint_nv,
+                                      model.idx_q, model.idx_v):
+            if jn == FREE_FLYER and nv == 6:
+                if iq != 0 or iv != 0:
+                    raise rbd.ModelError("free-flyer joint is not first in the model")
+                self.floating = True
+                continue
+            if nq == 1 and nv == 1:
+                dof_names.append(jn)
+                dof_q.append(iq)
+                dof_v.append(iv)
+            elif nq == 3 and nv == 3:
+                for k, suffix in enumerate(("x", "y", "theta")):
+                    dof_names.append(f"{jn}/{suffix}")
+                    dof_q.append(iq + k)
+                    dof_v.append(iv + k)
+            else:
+                raise rbd.ModelError(f"joint {jn!r}: nq={nq}, nv={nv} is not supported by the node")
+        if not dof_names:
+            raise rbd.ModelError("the model has no joint DOF (only fixed joints)")
+        self.dof_names = tuple(dof_names)
+        self.dof_index = {n: i for i, n in enumerate(dof_names)}
+        self.dof_q = np.asarray(dof_q, dtype=np.int64)
+        self.dof_v = np.asarray(dof_v, dtype=np.int64)
+        self.ndof = len(dof_names)
+        self.mimic = dict(getattr(model, "mimic_joints", {}) or {})
+        self.link_index = {n: i for i, n in enumerate(model.link_names)}
+
+        joints = tuple(joints or ())
+        if joints:
+            seen = set()
+            for n in joints:
+                if n in seen:
+                    raise rbd.ModelError(f"parameter joints: {n!r} is listed twice")
+                seen.add(n)
+                if n not in self.dof_index:
+                    raise rbd.ModelError(self.unknown_joint_text(n, "parameter joints"))
+            self.out_names = joints
+        else:
+            self.out_names = self.dof_names
+        self.nout = len(self.out_names)
+        self.out_v = np.asarray([self.dof_v[self.dof_index[n]] for n in self.out_names], dtype=np.int64)
+        nv = model.nv
+        self.h_take = (self.out_v[:, None] * nv + self.out_v[None, :]).ravel()
+
+        # merged joint state (model order); the base stays neutral and at rest
+        self.q = np.array(model.neutral(), dtype=np.float64)
+        self.v = np.zeros(nv)
+        self.stamp = np.full(self.ndof, -math.inf)  # monotonic receive time per DOF
+        self._name_cache: dict = {}
+        self.warned_no_velocity: set = set()
+        self.warned_unknown: set = set()
+
+        # output buffers: array.array shared with the messages, numpy views to write into
+        self.g_buf, self.g = _array(self.nout)
+        self.b_buf, self.b = _array(self.nout)
+        self.h_buf, self.h = _array(self.nout * self.nout)
+
+    # ---------------------------------------------------------------- names
+    def unknown_joint_text(self, name: str, field: str) -> str:
+        if name in self.mimic:
+            master = self.mimic[name][0]
+            return (f"{field}: {name!r} is a mimic joint of {master!r}, not a DOF of the model "
+                    f"(leave it out, or set mimic:=false)")
+        shown = ", ".join(self.dof_names[:40]) + (" ..." if self.ndof > 40 else "")
+        return f"{field}: unknown joint {name!r}; the model's joints are [{shown}]"
+
+    def map_names(self, names, field: str = "name"):
+        """Request joint names -> (dof index per name, None) or (None, error text).
+
+        Every DOF must be named exactly once (any order)."""
+        idx = []
+        seen = {}
+        for k, n in enumerate(names):
+            i = self.dof_index.get(n)
+            if i is None:
+                return None, self.unknown_joint_text(n, f"{field}[{k}]")
+            if i in seen:
+                return None, f"{field}: joint {n!r} is listed twice ({field}[{seen[i]}] and {field}[{k}])"
+            seen[i] = k
+            idx.append(i)
+        if len(idx) != self.ndof:
+            missing = [self.dof_names[i] for i in range(self.ndof) if i not in seen]
+            return None, (f"{field}: missing joints {missing} (every one of the model's {self.ndof} "
+                          f"joints needs a value)")
+        return np.asarray(idx, dtype=np.int64), None
+
+    # ------------------------------------------------------ joint states
+    def _lookup(self, names):
+        key = tuple(names)
+        entry = self._name_cache.get(key)
+        if entry is None:
+            src, dst, unknown = [], [], []
+            dup = len(set(key)) != len(key)
+            for k, n in enumerate(key):
+                i = self.dof_index.get(n)
+                if i is None:
+                    if n not in self.mimic:
+                        unknown.append(n)
+                    continue
+                src.append(k)
+                dst.append(i)
+            entry = (np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
+                     tuple(unknown), dup)
+            if len(self._name_cache) > 256:
+                self._name_cache.clear()
+            self._name_cache[key] = entry
+        return entry
+
+    def update(self, names, position, velocity, now: float):
+        """Merge one JointState into the state.
+
+        Returns (status, detail): status "ok", "no_velocity" (merged, velocities
+        taken as zero), or a DROP_* reason with a detail text (state untouched).
+        """
+        n = len(names)
+        if len(position) != n:
+            return DROP_SIZE, f"position has {len(position)} entries for {n} names"
+        nvel = len(velocity)
+        if nvel not in (0, n):
+            return DROP_SIZE, f"velocity has {nvel} entries for {n} names (expected {n} or 0)"
+        src, dst, unknown, dup = self._lookup(names)
+        if dup:
+            return DROP_DUPLICATE, "a joint name appears twice in one message"
+        if len(src) == 0:
+            return "ok", unknown
+        p = np.frombuffer(position, dtype=np.float64) if isinstance(position, array.array) \
+            else np.asarray(position, dtype=np.float64)
+        pu = p[src]
+        if not np.isfinite(pu).all():
+            bad = [names[int(src[k])] for k in np.flatnonzero(~np.isfinite(pu))]
+            return DROP_NONFINITE, f"non-finite position for {bad}"
+        if nvel:
+            vv = np.frombuffer(velocity, dtype=np.float64) if isinstance(velocity, array.array) \
+                else np.asarray(velocity, dtype=np.float64)
+            vu = vv[src]
+            if not np.isfinite(vu).all():
+                bad = [names[int(src[k])] for k in np.flatnonzero(~np.isfinite(vu))]
+                return DROP_NONFINITE, f"non-finite velocity for {bad}"
+        else:
+            vu = 0.0
+        self.q[self.dof_q[dst]] = pu
+        self.v[self.dof_v[dst]] = vu
+        self.stamp[dst] = now
+        return ("ok" if nvel else "no_velocity"), unknown
+
+    def ready(self, now: float, max_age: float) -> bool:
+        """Every DOF has a position, none older than max_age (<= 0: any age)."""
+        oldest = self.stamp.min()
+        if max_age > 0:
+            return now - oldest <= max_age
+        return oldest > -math.inf
+
+    def missing_and_stale(self, now: float, max_age: float):
+        """(DOFs never received, DOFs older than max_age)."""
+        missing = [self.dof_names[i] for i in range(self.ndof) if self.stamp[i] == -math.inf]
+        stale = [self.dof_names[i] for i in range(self.ndof)
+                 if self.stamp[i] > -math.inf and max_age > 0 and now - self.stamp[i] > max_age]
+        return missing, stale
+
+    def adopt_state(self, old: "Runtime") -> None:
+        """Carry the latest joint values over from the previous model (same names)."""
+        for i, n in enumerate(self.dof_names):
+            j = old.dof_index.get(n)
+            if j is not None:
+                self.q[self.dof_q[i]] = old.q[old.dof_q[j]]
+                self.v[self.dof_v[i]] = old.v[old.dof_v[j]]
+                self.stamp[i] = old.stamp[j]
+
+    # ------------------------------------------------------------ compute
+    def compute(self, bias: bool, inertia: bool) -> bool:
+        """Fill g (and b, H) for the current state in output order. False if not finite."""
+        model, q = self.model, self.q
+        np.take(rbd.gravity(model, q), self.out_v, out=self.g)
+        ok = np.isfinite(self.g).all()
+        if bias:
+            np.take(rbd.bias(model, q, self.v), self.out_v, out=self.b)
+            ok = ok and np.isfinite(self.b).all()
+        if inertia:
+            np.take(rbd.crba(model, q), self.h_take, out=self.h)
+            ok = ok and np.isfinite(self.h).all()
+        return bool(ok)
+
+    def warm_up(self) -> None:
+        """Run every kernel once (numba compilation happens here, not on the first message)."""
+        model = self.model
+        q = np.array(model.neutral(), dtype=np.float64)
+        z = np.zeros(model.nv)
+        rbd.gravity(model, q)
+        rbd.bias(model, q, z)
+        rbd.crba(model, q)
+        rbd.rnea(model, q, z, z)
+        rbd.forward_dynamics(model, q, z, z)
+        qb, zb = np.tile(q, (2, 1)), np.zeros((2, model.nv))
+        rbd.rnea(model, qb, zb, zb)
+        rbd.forward_dynamics(model, qb, zb, zb)
+        fe = np.zeros((len(model.link_names), 6))
+        rbd.rnea(model, q, z, z, f_ext=fe, f_ext_frame="world")
+        rbd.forward_dynamics(model, q, z, z, f_ext=fe, f_ext_frame="local")
+
+
+def build_runtime(urdf_text: str, *, floating_base: bool, mimic: bool, gravity, joints,
+                  source: str) -> Runtime:
+    """Parse a URDF and build a Runtime (raises rbd.ModelError / ValueError on bad input)."""
+    if "<" not in urdf_text:
+        raise rbd.ModelError(f"the robot description is not URDF XML (starts with "
+                             f"{urdf_text[:40]!r})")
+    g = [float(x) for x in gravity]
+    if len(g) != 3 or not all(math.isfinite(x) for x in g):
+        raise rbd.ModelError(f"parameter gravity: expected 3 finite numbers, got {list(gravity)}")
+    model = rbd.Model.from_urdf(urdf_text, floating_base=floating_base, mimic=mimic, gravity=tuple(g))
+    rt = Runtime(model, joints, source)
+    rt.options = {"floating_base": bool(floating_base), "mimic": bool(mimic), "gravity": g}
+    rt.warm_up()
+    return rt

@@ -1,0 +1,262 @@
+"""Service request -> arrays -> rbd_ros.core -> response.  No dynamics maths here.
+
+Every function takes the current Runtime (or None), a request and a response
+of the rbd_ros_interfaces service types, fills the response and returns it.
+Bad requests give success=False and a message naming the field.
+"""
+from __future__ import annotations
+
+import array
+import math
+
+import numpy as np
+
+import rbd_ros.core as rbd
+
+NO_MODEL = ("no robot model loaded yet: publish the URDF on robot_description or set the "
+            "robot_description / urdf_file parameter")
+CHUNK = 512  # trajectory points per core call (bounded memory, GIL released in between)
+
+
+class BadRequest(ValueError):
+    pass
+
+
+def _vector(values, n: int, field: str, required: bool) -> np.ndarray | None:
+    if len(values) == 0 and not required:
+        return None
+    if len(values) != n:
+        expect = f"{n} (one per name)" if required else f"{n} (one per name) or 0 (all zero)"
+        raise BadRequest(f"{field} has {len(values)} entries, expected {expect}")
+    arr = np.asarray(values, dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if bad.size:
+        raise BadRequest(f"{field}[{int(bad[0])}] is {arr[bad[0]]} (must be a finite number)")
+    return arr
+
+
+def _finite(values, field: str) -> list:
+    vals = [float(x) for x in values]
+    for k, x in enumerate(vals):
+        if not math.isfinite(x):
+            raise BadRequest(f"{field} is not finite (component {k} = {x})")
+    return vals
+
+
+def _wrenches(rt, links, wrenches, frame: str):
+    if len(links) != len(wrenches):
+        raise BadRequest(f"wrench_links has {len(links)} names but wrenches has {len(wrenches)} "
+                         f"entries (one wrench per link name)")
+    frame_l = (frame or "").strip().lower() or "local"
+    if frame_l not in ("local", "world"):
+        raise BadRequest(f"wrench_frame: expected 'local', 'world' or '' (= local), got {frame!r}")
+    if not links:
+        return None, "local"
+    f_ext = np.zeros((len(rt.link_index), 6))
+    for k, (ln, w) in enumerate(zip(links, wrenches)):
+        i = rt.link_index.get(ln)
+        if i is None:
+            raise BadRequest(f"wrench_links[{k}]: unknown link {ln!r}; the model's links are "
+                             f"{list(rt.link_index)[:40]}")
+        f_ext[i] += _finite((w.force.x, w.force.y, w.force.z, w.torque.x, w.torque.y, w.torque.z),
+                            f"wrenches[{k}]")
+    return f_ext, frame_l
+
+
+def _base_q(pose) -> list:
+    p = _finite((pose.position.x, pose.position.y, pose.position.z), "base_pose.position")
+    quat = _finite((pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w),
+                   "base_pose.orientation")
+    norm = math.sqrt(sum(c * c for c in quat))
+    if abs(norm - 1.0) > 1e-3:
+        raise BadRequest(f"base_pose.orientation must be a unit quaternion (norm {norm:.6g})")
+    return p + [c / norm for c in quat]
+
+
+def _state(rt, names, position, velocity, third, third_field):
+    """Build q, v and a third nv-vector (acceleration or effort) from name-matched arrays."""
+    idx, err = rt.map_names(names, "name")
+    if err:
+        raise BadRequest(err)
+    n = len(names)
+    pos = _vector(position, n, "position", True)
+    vel = _vector(velocity, n, "velocity", False)
+    thr = _vector(third, n, third_field, False)
+    model = rt.model
+    q = np.array(model.neutral(), dtype=np.float64)
+    v = np.zeros(model.nv)
+    x = np.zeros(model.nv)
+    q[rt.dof_q[idx]] = pos
+    if vel is not None:
+        v[rt.dof_v[idx]] = vel
+    if thr is not None:
+        x[rt.dof_v[idx]] = thr
+    return idx, q, v, x
+
+
+def _ok(resp, message="ok"):
+    resp.success = True
+    resp.message = message
+    return resp
+
+
+def _fail(resp, message):
+    resp.success = False
+    resp.message = message
+    return resp
+
+
+def inverse_dynamics(rt, req, resp):
+    if rt is None:
+        return _fail(resp, NO_MODEL)
+    try:
+        idx, q, v, a = _state(rt, req.name, req.position, req.velocity, req.acceleration,
+                              "acceleration")
+        f_ext, frame = _wrenches(rt, req.wrench_links, req.wrenches, req.wrench_frame)
+        if rt.floating:
+            q[0:7] = _base_q(req.base_pose)
+            t = req.base_velocity
+            v[0:6] = _finite((t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y,
+                              t.angular.z), "base_velocity")
+            b = req.base_acceleration
+            a[0:6] = _finite((b.linear.x, b.linear.y, b.linear.z, b.angular.x, b.angular.y,
+                              b.angular.z), "base_acceleration")
+        tau = rbd.rnea(rt.model, q, v, a, f_ext=f_ext, f_ext_frame=frame)
+    except (BadRequest, ValueError) as e:
+        return _fail(resp, str(e))
+    out = np.ascontiguousarray(tau[rt.dof_v[idx]])
+    if not np.isfinite(tau).all():
+        return _fail(resp, "the computed efforts are not finite (extreme input values?)")
+    resp.name = list(req.name)
+    resp.effort = array.array("d", out.tobytes())
+    if rt.floating:
+        w = resp.base_wrench
+        w.force.x, w.force.y, w.force.z = (float(x) for x in tau[0:3])
+        w.torque.x, w.torque.y, w.torque.z = (float(x) for x in tau[3:6])
+    return _ok(resp)
+
+
+def forward_dynamics(rt, req, resp):
+    if rt is None:
+        return _fail(resp, NO_MODEL)
+    try:
+        idx, q, v, tau = _state(rt, req.name, req.position, req.velocity, req.effort, "effort")
+        f_ext, frame = _wrenches(rt, req.wrench_links, req.wrenches, req.wrench_frame)
+        if rt.floating:
+            q[0:7] = _base_q(req.base_pose)
+            t = req.base_velocity
+            v[0:6] = _finite((t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y,
+                              t.angular.z), "base_velocity")
+            w = req.base_wrench
+            tau[0:6] = _finite((w.force.x, w.force.y, w.force.z, w.torque.x, w.torque.y,
+                                w.torque.z), "base_wrench")
+        qdd = rbd.forward_dynamics(rt.model, q, v, tau, f_ext=f_ext, f_ext_frame=frame)
+    except (BadRequest, ValueError) as e:
+        return _fail(resp, str(e))
+    if not np.isfinite(qdd).all():
+        return _fail(resp, "the computed accelerations are not finite (singular inertia?)")
+    resp.name = list(req.name)
+    resp.acceleration = array.array("d", np.ascontiguousarray(qdd[rt.dof_v[idx]]).tobytes())
+    if rt.floating:
+        acc = resp.base_acceleration
+        acc.linear.x, acc.linear.y, acc.linear.z = (float(x) for x in qdd[0:3])
+        acc.angular.x, acc.angular.y, acc.angular.z = (float(x) for x in qdd[3:6])
+    return _ok(resp)
+
+
+def _trajectory_arrays(rt, traj, second: str, third: str):
+    """JointTrajectory -> (idx, Q, V, X) in model order; X from points[i].<third>."""
+    if rt.floating:
+        raise BadRequest("trajectory services need a fixed-base model (floating_base is true); "
+                         "call the single-state service per point with base_pose instead")
+    idx, err = rt.map_names(traj.joint_names, "trajectory.joint_names")
+    if err:
+        raise BadRequest(err)
+    n = len(idx)
+    points = traj.points
+    npts = len(points)
+    if npts == 0:
+        raise BadRequest("trajectory.points is empty")
+    P = np.empty((npts, n))
+    S = np.zeros((npts, n))
+    T = np.zeros((npts, n))
+    for i, pt in enumerate(points):
+        pos = pt.positions
+        if len(pos) != n:
+            raise BadRequest(f"trajectory.points[{i}].positions has {len(pos)} entries, expected {n} "
+                             f"(one per joint_names)")
+        P[i] = pos
+        for field, dst in ((second, S), (third, T)):
+            vals = getattr(pt, field)
+            if len(vals):
+                if len(vals) != n:
+                    raise BadRequest(f"trajectory.points[{i}].{field} has {len(vals)} entries, "
+                                     f"expected {n} (one per joint_names) or 0 (all zero)")
+                dst[i] = vals
+    for field, arr in (("positions", P), (second, S), (third, T)):
+        bad = np.argwhere(~np.isfinite(arr))
+        if bad.size:
+            i, k = (int(x) for x in bad[0])
+            raise BadRequest(f"trajectory.points[{i}].{field}[{k}] is {arr[i, k]} "
+                             f"(must be a finite number)")
+    model = rt.model
+    Q = np.tile(np.asarray(model.neutral(), dtype=np.float64), (npts, 1))
+    V = np.zeros((npts, model.nv))
+    X = np.zeros((npts, model.nv))
+    Q[:, rt.dof_q[idx]] = P
+    V[:, rt.dof_v[idx]] = S
+    X[:, rt.dof_v[idx]] = T
+    return idx, Q, V, X
+
+
+def _batched(fn, rt, Q, V, X, f_ext, frame):
+    """Batch core calls in chunks (bounded memory; the GIL is free between and during them)."""
+    out = np.empty_like(V)
+    fe = None
+    for s in range(0, Q.shape[0], CHUNK):
+        e = min(s + CHUNK, Q.shape[0])
+        if f_ext is not None and (fe is None or fe.shape[0] != e - s):
+            fe = np.ascontiguousarray(np.broadcast_to(f_ext, (e - s,) + f_ext.shape))
+        out[s:e] = fn(rt.model, Q[s:e], V[s:e], X[s:e], f_ext=fe, f_ext_frame=frame)
+    return out
+
+
+def _fill_points(points, field: str, values: np.ndarray):
+    for pt, row in zip(points, values):
+        setattr(pt, field, array.array("d", row.tobytes()))
+
+
+def inverse_dynamics_trajectory(rt, req, resp):
+    if rt is None:
+        return _fail(resp, NO_MODEL)
+    try:
+        idx, Q, V, A = _trajectory_arrays(rt, req.trajectory, "velocities", "accelerations")
+        f_ext, frame = _wrenches(rt, req.wrench_links, req.wrenches, req.wrench_frame)
+        tau = _batched(rbd.rnea, rt, Q, V, A, f_ext, frame)
+    except (BadRequest, ValueError) as e:
+        return _fail(resp, str(e))
+    out = np.ascontiguousarray(tau[:, rt.dof_v[idx]])
+    bad = np.argwhere(~np.isfinite(out))
+    if bad.size:
+        return _fail(resp, f"the computed effort of point {int(bad[0][0])} is not finite")
+    _fill_points(req.trajectory.points, "effort", out)
+    resp.trajectory = req.trajectory
+    return _ok(resp, f"ok: {out.shape[0]} points")
+
+
+def forward_dynamics_trajectory(rt, req, resp):
+    if rt is None:
+        return _fail(resp, NO_MODEL)
+    try:
+        idx, Q, V, T = _trajectory_arrays(rt, req.trajectory, "velocities", "effort")
+        f_ext, frame = _wrenches(rt, req.wrench_links, req.wrenches, req.wrench_frame)
+        qdd = _batched(rbd.forward_dynamics, rt, Q, V, T, f_ext, frame)
+    except (BadRequest, ValueError) as e:
+        return _fail(resp, str(e))
+    out = np.ascontiguousarray(qdd[:, rt.dof_v[idx]])
+    bad = np.argwhere(~np.isfinite(out))
+    if bad.size:
+        return _fail(resp, f"the computed acceleration of point {int(bad[0][0])} is not finite")
+    _fill_points(req.trajectory.points, "accelerations", out)
+    resp.trajectory = req.trajectory
+    return _ok(resp, f"ok: {out.shape[0]} points")

@@ -1,0 +1,8 @@
+import os
+
+# Real DDS, isolated per test process: localhost discovery and a domain id of our own,
+# set before rclpy is imported anywhere (subprocess nodes inherit them).
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+os.environ.setdefault("RBD_TEST_DOMAIN_ID", str(1 + os.getpid() % 100))
+os.environ["ROS_DOMAIN_ID"] = os.environ["RBD_TEST_DOMAIN_ID"]
+os.environ.pop("ROS_LOCALHOST_ONLY", None)

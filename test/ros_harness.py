@@ -1,0 +1,277 @@
+"""Real-rclpy test harness: the node runs in a subprocess, the test talks to it
+through a real rclpy node spun in a background thread.  No mocks."""
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+import rclpy
+import yaml
+from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, String
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ARM_URDF = os.path.join(ROOT, "rbd_ros", "robots", "rbd_arm7.urdf")
+ARM_JOINTS = [f"joint{i}" for i in range(1, 8)]
+NODE_NAME = "rbd_dynamics"
+
+QOS_LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+QOS_RELIABLE = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+
+_ns_counter = itertools.count()
+_stamp_counter = itertools.count(1)
+
+
+def unique_ns(prefix="t"):
+    return f"{prefix}{os.getpid()}_{next(_ns_counter)}"
+
+
+def next_stamp() -> Time:
+    """Unique stamps to correlate outputs with inputs (the output JointState carries them)."""
+    k = next(_stamp_counter)
+    return Time(sec=1000 + k, nanosec=k)
+
+
+def stamp_key(t: Time):
+    return (t.sec, t.nanosec)
+
+
+def read_arm_urdf() -> str:
+    with open(ARM_URDF) as f:
+        return f.read()
+
+
+class NodeProcess:
+    """``python -m rbd_ros.node`` in a subprocess with a namespace and a parameter file."""
+
+    def __init__(self, ns: str, params: dict | None = None, extra_args=(),
+                 module_args=("-m", "rbd_ros.node")):
+        self.ns = ns
+        self.fqn = f"/{ns}/{NODE_NAME}"
+        self.logfile = tempfile.NamedTemporaryFile("w+", prefix=f"rbd_node_{ns}_", suffix=".log",
+                                                   delete=False)
+        self.paramfile = None
+        args = [sys.executable, *module_args, "--ros-args",
+                "-r", f"__ns:=/{ns}"]
+        if params:
+            self.paramfile = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+            yaml.safe_dump({f"/**/{NODE_NAME}": {"ros__parameters": params}}, self.paramfile)
+            self.paramfile.close()
+            args += ["--params-file", self.paramfile.name]
+        args += list(extra_args)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+        env["PYTHONUNBUFFERED"] = "1"
+        env["RCUTILS_COLORIZED_OUTPUT"] = "0"
+        self.proc = subprocess.Popen(args, stdout=self.logfile, stderr=subprocess.STDOUT, env=env)
+
+    def log(self) -> str:
+        with open(self.logfile.name) as f:
+            return f.read()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def children(self):
+        try:
+            with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
+                return [int(x) for x in f.read().split()]
+        except OSError:
+            return []
+
+    def stop(self, timeout=10.0):
+        """SIGINT the node; it must exit and take its service worker with it."""
+        kids = self.children()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.paramfile is not None and os.path.exists(self.paramfile.name):
+            os.unlink(self.paramfile.name)
+        wait_for(lambda: not any(_alive(k) for k in kids), timeout=10)
+        left = [k for k in kids if _alive(k)]
+        for k in left:
+            os.kill(k, signal.SIGKILL)
+        assert not left, f"node {self.fqn} left processes behind: {left}"
+        return self.proc.returncode
+
+    def topic(self, rel: str) -> str:
+        return f"{self.fqn}/{rel}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class Recorder:
+    """Keeps every message of a topic (with the local receive time)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.msgs = []
+        self.times = []
+
+    def __call__(self, msg):
+        with self.lock:
+            self.msgs.append(msg)
+            self.times.append(time.monotonic())
+
+    def latest(self):
+        with self.lock:
+            return self.msgs[-1] if self.msgs else None
+
+    def count(self):
+        with self.lock:
+            return len(self.msgs)
+
+    def snapshot(self):
+        with self.lock:
+            return list(self.msgs), list(self.times)
+
+    def by_stamp(self, stamp: Time):
+        key = stamp_key(stamp)
+        with self.lock:
+            for m in reversed(self.msgs):
+                if stamp_key(m.header.stamp) == key:
+                    return m
+        return None
+
+
+class Client:
+    """A real rclpy node in its own context, spun in a background thread."""
+
+    def __init__(self, name="rbd_test_client"):
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self._stop = False
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread.start()
+
+    def _spin(self):
+        while not self._stop and self.context.ok():
+            try:
+                self.executor.spin_once(timeout_sec=0.05)
+            except Exception:
+                if self._stop or not self.context.ok():
+                    return
+                raise
+
+    def close(self):
+        self._stop = True
+        self.thread.join(5)
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.context)
+
+    # -- helpers
+    def record(self, msg_type, topic, qos=QOS_RELIABLE) -> Recorder:
+        rec = Recorder()
+        self.node.create_subscription(msg_type, topic, rec, qos)
+        return rec
+
+    def publisher(self, msg_type, topic, qos=QOS_RELIABLE):
+        return self.node.create_publisher(msg_type, topic, qos)
+
+    def latched_description(self, topic, urdf_text):
+        pub = self.node.create_publisher(String, topic, QOS_LATCHED)
+        pub.publish(String(data=urdf_text))
+        return pub
+
+    def call(self, srv_type, name, request, timeout=30.0):
+        cli = self.node.create_client(srv_type, name)
+        try:
+            if not cli.wait_for_service(timeout_sec=timeout):
+                raise TimeoutError(f"service {name} not available")
+            fut = cli.call_async(request)
+            t_end = time.monotonic() + timeout
+            while not fut.done():
+                if time.monotonic() > t_end:
+                    raise TimeoutError(f"no response from {name}")
+                time.sleep(0.002)
+            return fut.result()
+        finally:
+            self.node.destroy_client(cli)
+
+
+def wait_for(predicate, timeout=10.0, period=0.01):
+    t_end = time.monotonic() + timeout
+    while time.monotonic() < t_end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(period)
+    return predicate()
+
+
+def joint_state(names, q, v=None, stamp=None) -> JointState:
+    msg = JointState()
+    msg.header.stamp = stamp if stamp is not None else next_stamp()
+    msg.name = list(names)
+    msg.position = [float(x) for x in q]
+    if v is not None:
+        msg.velocity = [float(x) for x in v]
+    return msg
+
+
+def publish_until(pub, make_msg, rec, timeout=10.0, period=0.02, accept=None):
+    """Publish fresh messages (new stamps) until rec gets an output carrying one of them
+    (and, with accept, one that accept(output) approves)."""
+    t_end = time.monotonic() + timeout
+
+    def answer(stamp):
+        got = rec.by_stamp(stamp)
+        return got if got is not None and (accept is None or accept(got)) else None
+
+    while time.monotonic() < t_end:
+        msg = make_msg()
+        pub.publish(msg)
+        got = wait_for(lambda: answer(msg.header.stamp), timeout=period, period=0.002)
+        if got is not None:
+            return msg, got
+    return None, None
+
+
+def array_of(msg: Float64MultiArray) -> np.ndarray:
+    return np.asarray(msg.data, dtype=np.float64)
+
+
+def diagnostics_of(rec: Recorder, node_fqn: str):
+    """Latest /diagnostics status of that node as a dict (values) plus level/message."""
+    with rec.lock:
+        msgs = list(rec.msgs)
+    for arr in reversed(msgs):
+        for st in arr.status:
+            if st.name.endswith(node_fqn):
+                d = {kv.key: kv.value for kv in st.values}
+                d["_level"] = st.level
+                d["_message"] = st.message
+                d["_hardware_id"] = st.hardware_id
+                return d
+    return None
+
+
+__all__ = ["ARM_JOINTS", "Client", "DiagnosticArray", "Float64MultiArray", "JointState",
+           "NodeProcess", "Recorder", "array_of", "diagnostics_of", "joint_state", "next_stamp",
+           "publish_until", "read_arm_urdf", "stamp_key", "unique_ns", "wait_for"]

@@ -1,0 +1,266 @@
+"""End to end over real DDS: robot_description + joint_states in, torques and H out."""
+import time
+
+import numpy as np
+import pytest
+
+import rbd_ros.core as rbd
+from ros_harness import (ARM_JOINTS, Client, DiagnosticArray, Float64MultiArray, JointState,
+                         NodeProcess, array_of, diagnostics_of, joint_state, next_stamp,
+                         publish_until, read_arm_urdf, stamp_key, unique_ns, wait_for)
+
+TOL = 1e-9
+
+
+@pytest.fixture(scope="module")
+def client():
+    c = Client()
+    yield c
+    c.close()
+
+
+def outputs(client, node):
+    return {
+        "g": client.record(Float64MultiArray, node.topic("gravity_torques")),
+        "gs": client.record(JointState, node.topic("gravity_torques_state")),
+        "b": client.record(Float64MultiArray, node.topic("bias_torques")),
+        "bs": client.record(JointState, node.topic("bias_torques_state")),
+        "h": client.record(Float64MultiArray, node.topic("inertia_matrix")),
+    }
+
+
+def expected(model, names_in, q_in, v_in, out_names):
+    """Core results for a state given by name, reordered to out_names."""
+    q = np.array(model.neutral(), dtype=float)
+    v = np.zeros(model.nv)
+    for n, qi, vi in zip(names_in, q_in, v_in):
+        q[model.q_index(n)] = qi
+        v[model.v_index(n)] = vi
+    vi = [model.v_index(n) for n in out_names]
+    g = rbd.gravity(model, q)[vi]
+    b = rbd.bias(model, q, v)[vi]
+    H = rbd.crba(model, q)[np.ix_(vi, vi)]
+    return g, b, H
+
+
+def close(a, b):
+    return a is not None and np.shape(a) == np.shape(b) and np.max(np.abs(np.asarray(a) - b)) <= TOL
+
+
+def assert_outputs_match(rec, g, b, H, names, timeout=5.0):
+    """Every output topic's latest message equals the core result (<= 1e-9)."""
+    n = len(names)
+    assert wait_for(lambda: rec["g"].latest() is not None and close(array_of(rec["g"].latest()), g),
+                    timeout), (rec["g"].latest(), g)
+    assert wait_for(lambda: rec["b"].latest() is not None and close(array_of(rec["b"].latest()), b),
+                    timeout), (rec["b"].latest(), b)
+    assert wait_for(lambda: rec["h"].latest() is not None
+                    and close(array_of(rec["h"].latest()).reshape(n, n), H), timeout)
+    hmsg = rec["h"].latest()
+    dims = hmsg.layout.dim
+    assert [d.label for d in dims] == ["rows", "cols"]
+    assert [d.size for d in dims] == [n, n]
+    assert [d.stride for d in dims] == [n * n, n]
+    assert hmsg.layout.data_offset == 0
+    bs = rec["bs"].latest()
+    assert list(bs.name) == list(names) and close(np.asarray(bs.effort), b)
+
+
+def test_description_topic_before_and_after_start_hot_swap(client):
+    """Description latched before the node starts; valid and invalid replacements after."""
+    ns = unique_ns()
+    urdf = read_arm_urdf()
+    model1 = rbd.Model.from_urdf(urdf)
+    desc_pub = client.latched_description(f"/{ns}/robot_description", urdf)
+    node = NodeProcess(ns, {"max_state_age": 2.0})
+    try:
+        rec = outputs(client, node)
+        js_pub = client.publisher(JointState, f"/{ns}/joint_states")
+        rng = np.random.default_rng(1)
+        q = rng.uniform(-1.5, 1.5, 7)
+        v = rng.uniform(-1.0, 1.0, 7)
+        sent, got = publish_until(js_pub, lambda: joint_state(ARM_JOINTS, q, v), rec["gs"],
+                                  timeout=60)
+        assert got is not None, node.log()
+        g, b, H = expected(model1, ARM_JOINTS, q, v, ARM_JOINTS)
+        assert list(got.name) == ARM_JOINTS
+        assert stamp_key(got.header.stamp) == stamp_key(sent.header.stamp)
+        assert close(np.asarray(got.effort), g)
+        assert_outputs_match(rec, g, b, H, ARM_JOINTS)
+        assert np.max(np.abs(g)) > 1.0  # a real arm, not zeros
+
+        # valid hot swap: 3 kg payload on link7, renamed robot
+        urdf2 = urdf.replace('<robot name="rbd_arm7">', '<robot name="rbd_arm7_payload">').replace(
+            '<mass value="0.735522"/>', '<mass value="3.735522"/>')
+        assert urdf2.count("3.735522") == 1
+        model2 = rbd.Model.from_urdf(urdf2)
+        g2, b2, H2 = expected(model2, ARM_JOINTS, q, v, ARM_JOINTS)
+        assert np.max(np.abs(g2 - g)) > 0.1
+        desc_pub.publish(type(desc_pub.msg_type())(data=urdf2))
+        ok = wait_for(lambda: (js_pub.publish(joint_state(ARM_JOINTS, q, v)) or True)
+                      and close(array_of(rec["g"].latest()), g2), timeout=15, period=0.02)
+        assert ok, node.log()
+        assert_outputs_match(rec, g2, b2, H2, ARM_JOINTS)
+
+        # invalid descriptions are rejected, the old model stays
+        for bad in ('<robot name="broken"><link name="a"/><joint name="j" type="revolute">'
+                    '<parent link="a"/><child link="nowhere"/></joint></robot>',
+                    "this is not xml"):
+            desc_pub.publish(type(desc_pub.msg_type())(data=bad))
+            assert wait_for(lambda: node.log().count("rejected") >= 1, timeout=10), node.log()
+        assert wait_for(lambda: node.log().count("rejected") >= 2, timeout=10), node.log()
+        assert "keeping model 'rbd_arm7_payload'" in node.log()
+        for _ in range(5):
+            sent, got = publish_until(js_pub, lambda: joint_state(ARM_JOINTS, q, v), rec["gs"],
+                                      timeout=10)
+            assert got is not None and close(np.asarray(got.effort), g2)
+        assert node.alive()
+    finally:
+        node.stop()
+
+
+@pytest.fixture(scope="module")
+def arm_node(client):
+    """Bundled arm from the urdf_file parameter, outputs in a custom order, short max age."""
+    ns = unique_ns()
+    out_order = ["joint7", "joint1", "joint6", "joint2", "joint5", "joint3", "joint4"]
+    node = NodeProcess(ns, {"urdf_file": "rbd_arm7", "joints": out_order, "max_state_age": 0.3})
+    diag = client.record(DiagnosticArray, "/diagnostics")
+    rec = outputs(client, node)
+    node.out_order = out_order
+    node.rec = rec
+    node.diag = diag
+    yield node
+    assert node.alive()
+    node.stop()
+
+
+def test_partial_multi_publisher_reordered_missing_stale(client, arm_node):
+    node, rec = arm_node, arm_node.rec
+    model = rbd.Model.from_urdf(read_arm_urdf())
+    ns = node.ns
+    pub_arm = client.publisher(JointState, f"/{ns}/joint_states")
+    pub_wrist = client.publisher(JointState, f"/{ns}/joint_states")
+    arm_names = ["joint3", "joint1", "joint2", "joint5", "joint4"]
+    wrist_names = ["joint7", "joint6"]
+    rng = np.random.default_rng(2)
+    q_arm, v_arm = rng.uniform(-1, 1, 5), rng.uniform(-1, 1, 5)
+    q_wrist = rng.uniform(-1, 1, 2)
+
+    # only the arm publishes: joint6/7 are missing -> nothing is computed
+    wait_for(lambda: diagnostics_of(node.diag, node.fqn) is not None, timeout=30)
+    stamps = []
+    for _ in range(30):
+        m = joint_state(arm_names, q_arm, v_arm)
+        stamps.append(m.header.stamp)
+        pub_arm.publish(m)
+        time.sleep(0.01)
+    time.sleep(0.5)
+    assert all(rec["gs"].by_stamp(s) is None for s in stamps)
+    assert rec["g"].count() == 0
+    d = wait_for(lambda: (lambda d: d if d and int(d["waiting_for_state"]) >= 30 else None)(
+        diagnostics_of(node.diag, node.fqn)), timeout=5)
+    assert d, diagnostics_of(node.diag, node.fqn)
+    assert d["_message"].startswith("waiting for joint states: never received ['joint6', "
+                                    "'joint7']"), d
+
+    # the wrist publisher (no velocities) completes the state; the arm message triggers
+    pub_wrist.publish(joint_state(wrist_names, q_wrist))
+    time.sleep(0.05)
+
+    def both():
+        pub_wrist.publish(joint_state(wrist_names, q_wrist))
+        return joint_state(arm_names, q_arm, v_arm)
+
+    sent, got = publish_until(pub_arm, both, rec["gs"], timeout=20)
+    assert got is not None, node.log()
+    names = arm_names + wrist_names
+    g, b, H = expected(model, names, np.r_[q_arm, q_wrist], np.r_[v_arm, 0, 0], node.out_order)
+    assert list(got.name) == node.out_order
+    assert close(np.asarray(got.effort), g)
+    assert_outputs_match(rec, g, b, H, node.out_order)
+    assert node.log().count("without velocities") == 1
+
+    # a later wrist message updates only the wrist joints (latest value per joint wins)
+    q_wrist2 = q_wrist + 0.3
+    sent, got = publish_until(pub_wrist, lambda: joint_state(wrist_names, q_wrist2), rec["gs"],
+                              timeout=10)
+    g2, b2, H2 = expected(model, names, np.r_[q_arm, q_wrist2], np.r_[v_arm, 0, 0],
+                          node.out_order)
+    assert got is not None and close(np.asarray(got.effort), g2)
+
+    # stale: the wrist stops for longer than max_state_age (0.3 s) -> no output
+    time.sleep(0.6)
+    stamps = []
+    for _ in range(20):
+        m = joint_state(arm_names, q_arm, v_arm)
+        stamps.append(m.header.stamp)
+        pub_arm.publish(m)
+        time.sleep(0.01)
+    time.sleep(0.3)
+    assert all(rec["gs"].by_stamp(s) is None for s in stamps)
+    # ... and it resumes when the wrist does
+    sent, got = publish_until(pub_arm, both, rec["gs"], timeout=10)
+    assert got is not None and close(np.asarray(got.effort), g)
+
+    # joints the model does not know (a gripper) are ignored, with one warning
+    full = joint_state(ARM_JOINTS + ["finger_left"], np.r_[rng.uniform(-1, 1, 7), 0.01],
+                       np.zeros(8))
+    sent, got = publish_until(pub_arm, lambda: joint_state(full.name, full.position, full.velocity),
+                              rec["gs"], timeout=10)
+    assert got is not None
+    g3, _, _ = expected(model, ARM_JOINTS, full.position[:7], np.zeros(7), node.out_order)
+    assert close(np.asarray(got.effort), g3)
+    assert "finger_left" in node.log()
+
+
+def test_garbage_joint_states_are_dropped(client, arm_node):
+    node, rec = arm_node, arm_node.rec
+    model = rbd.Model.from_urdf(read_arm_urdf())
+    pub = client.publisher(JointState, f"/{node.ns}/joint_states")
+    q = np.linspace(-0.5, 0.5, 7)
+    v = np.linspace(0.2, -0.2, 7)
+    sent, got = publish_until(pub, lambda: joint_state(ARM_JOINTS, q, v), rec["gs"], timeout=20)
+    assert got is not None
+    n_before = rec["g"].count()
+
+    bad = []
+    q_nan = q.copy(); q_nan[3] = np.nan
+    v_inf = v.copy(); v_inf[0] = np.inf
+    bad.append(joint_state(ARM_JOINTS, q_nan, v))                 # NaN position
+    bad.append(joint_state(ARM_JOINTS, q, v_inf))                 # inf velocity
+    m = joint_state(ARM_JOINTS, q, v); m.position = list(q[:6])   # position too short
+    bad.append(m)
+    m = joint_state(ARM_JOINTS, q, v); m.velocity = list(v[:3])   # velocity wrong size
+    bad.append(m)
+    m = joint_state(ARM_JOINTS + ["joint1"], np.r_[q, 0.0], np.r_[v, 0.0])  # duplicate name
+    bad.append(m)
+    # the node keeps its previous (good) state; fresh good messages are still needed in
+    # between so that the node would have computed if it had accepted the bad ones
+    for m in bad:
+        for _ in range(3):
+            m.header.stamp = next_stamp()
+            pub.publish(m)
+            time.sleep(0.02)
+    time.sleep(0.5)
+    for m in bad:
+        assert rec["gs"].by_stamp(m.header.stamp) is None
+    # no output at all came from the garbage, and the values never changed
+    msgs, _ = rec["g"].snapshot()
+    g_ok, _, _ = expected(model, ARM_JOINTS, q, v, node.out_order)
+    assert len(msgs) == n_before
+    assert all(np.all(np.isfinite(array_of(x))) for x in msgs)
+    assert node.alive()
+    # a good message afterwards works and equals the core
+    sent, got = publish_until(pub, lambda: joint_state(ARM_JOINTS, q, v), rec["gs"], timeout=10)
+    assert got is not None and close(np.asarray(got.effort), g_ok)
+    d = wait_for(lambda: (lambda d: d if d and int(d.get("dropped_size_mismatch", 0)) >= 6
+                          else None)(diagnostics_of(node.diag, node.fqn)), timeout=5)
+    assert d, diagnostics_of(node.diag, node.fqn)
+    assert int(d["dropped_non_finite"]) >= 6
+    assert int(d["dropped_duplicate_names"]) >= 3
+    assert int(d["messages_dropped"]) >= 15
+    assert d["model"] == "rbd_arm7" and d["dof"] == "7"
+    assert "compute_time_p99_us" in d and float(d["compute_time_p50_us"]) > 0
+    assert "dropped" in d["last_error"]
+    assert node.log().count("non-finite position") >= 1
