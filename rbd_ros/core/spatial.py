@@ -301,20 +301,6 @@ def inertia_to_mat6(I, oi, out, oo):
 
 
 @njit(**INLINE)
-def _rot_congruence(E, oe, M, om, out, oo):
-    """out (3x3) = E^T N E for the 3x3 block N of a 6x6 M starting at M[om] (row stride 6)."""
-    for j in range(3):
-        e0 = E[oe + j]
-        e1 = E[oe + 3 + j]
-        e2 = E[oe + 6 + j]
-        t0 = M[om] * e0 + M[om + 1] * e1 + M[om + 2] * e2
-        t1 = M[om + 6] * e0 + M[om + 7] * e1 + M[om + 8] * e2
-        t2 = M[om + 12] * e0 + M[om + 13] * e1 + M[om + 14] * e2
-        for i in range(3):
-            out[oo + 3 * i + j] = E[oe + i] * t0 + E[oe + 3 + i] * t1 + E[oe + 6 + i] * t2
-
-
-@njit(**JIT)
 def mat6_xT_X_add(X, ox, M, om, tmp, ot, out, oo):
     """out += X^T M X for a symmetric 6x6 M = [[A, B], [B^T, C]] (row-major).
     Needs 36 scratch numbers at tmp[ot:].
@@ -329,9 +315,19 @@ def mat6_xT_X_add(X, ox, M, om, tmp, ot, out, oo):
     B = ot + 9
     C = ot + 18
     Q = ot + 27
-    _rot_congruence(X, ox, M, om, tmp, A)
-    _rot_congruence(X, ox, M, om + 3, tmp, B)
-    _rot_congruence(X, ox, M, om + 21, tmp, C)
+    # A' = E^T A E, B' = E^T B E, C' = E^T C E  (blocks at M[om], M[om+3], M[om+21], row stride 6)
+    for blk in range(3):
+        mb = om + (0 if blk == 0 else (3 if blk == 1 else 21))
+        ob = ot + 9 * blk
+        for j in range(3):
+            e0 = X[ox + j]
+            e1 = X[ox + 3 + j]
+            e2 = X[ox + 6 + j]
+            t0 = M[mb] * e0 + M[mb + 1] * e1 + M[mb + 2] * e2
+            t1 = M[mb + 6] * e0 + M[mb + 7] * e1 + M[mb + 8] * e2
+            t2 = M[mb + 12] * e0 + M[mb + 13] * e1 + M[mb + 14] * e2
+            for i in range(3):
+                tmp[ob + 3 * i + j] = X[ox + i] * t0 + X[ox + 3 + i] * t1 + X[ox + 6 + i] * t2
     r0 = X[ox + 9]
     r1 = X[ox + 10]
     r2 = X[ox + 11]

@@ -41,7 +41,6 @@ from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityP
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
 
-import rbd_ros.core as rbd
 from rbd_ros.node import runtime as rtm
 from rbd_ros.node import services as svc
 

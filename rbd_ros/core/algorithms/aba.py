@@ -57,9 +57,15 @@ def _articulated_inertias(md, ws, oR, oA, t):
                 ws[b + U_ + k] = ws[b + IA_ + k]
                 ws[b + D_ + k] = ws[b + IA_ + k]
             continue
-        S_column(md, o, 0, ws, t)
-        mat6_vec(ws, b + IA_, ws, t, ws, b + U_)
-        D = S_dot(md, o, 0, ws, b + U_)
+        # U = I^A S with S = [u; 0] (revolute) or [0; u] (prismatic): three columns of I^A
+        cs = 0 if int(md[o + C_JTYPE]) == REVOLUTE else 3
+        u0 = md[o + C_AXIS]
+        u1 = md[o + C_AXIS + 1]
+        u2 = md[o + C_AXIS + 2]
+        for r in range(6):
+            ws[b + U_ + r] = (ws[b + IA_ + 6 * r + cs] * u0 + ws[b + IA_ + 6 * r + cs + 1] * u1
+                              + ws[b + IA_ + 6 * r + cs + 2] * u2)
+        D = u0 * ws[b + U_ + cs] + u1 * ws[b + U_ + cs + 1] + u2 * ws[b + U_ + cs + 2]
         if not D > 0.0:
             return False
         ws[b + D_] = D
