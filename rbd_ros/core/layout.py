@@ -33,14 +33,15 @@ C_MASS = 22          # body inertia about the body origin: m ...
 C_H = 23             # ... h = m c (3) ...
 C_IBAR = 26          # ... Ibar (9)
 C_MIMIC = 35         # 1 for a dependent (mimic) joint
-NCOL = 36
+C_SUBEND = 36        # last body of this body's subtree (bodies are depth-first: the subtree is i..C_SUBEND)
+NCOL = 37
 
 # workspace regions (per body widths)
 W_RNEA = 30          # E 0:9, r 9:12, v 12:18, a 18:24, f 24:30
 W_WORLD = 12         # E0 0:9, r0 9:12 : world -> body transform
 W_IC = 13            # composite inertia m, h (3), Ibar (9)
 W_ABA = 126          # IA 0:36, pA 36:42, c 42:48, U 48:84, D 84:120, u 120:126
-W_COR = 144          # S world 0:36, Sdot world 36:72, Ic world 72:108, Bc 108:144
+W_COR = 144          # S world 0:36, Sdot world (CRBA: I^c S world) 36:72, Ic world 72:108, Bc 108:144
 TMP = 192            # scratch
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from .joints import FREE, NQ_OF, NV_OF, PRISMATIC, REVOLUTE, planar_basis
 from .layout import (C_AXIS, C_ET, C_FV, C_H, C_IBAR, C_JTYPE, C_MASS, C_MIMIC, C_MULT, C_OFFSET, C_PARENT,
-                     C_QI, C_RT, C_VI, NCOL)
+                     C_QI, C_RT, C_SUBEND, C_VI, NCOL)
 from .model import LinkInfo, Model, ModelError, dof_elimination_tree, pack_model_data
 from .spatial import inertia_about_origin, rpy_to_matrix
 
@@ -282,6 +282,11 @@ def build_model(urdf, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81)
             rows[b][C_OFFSET] = off
             rows[b][C_MIMIC] = 1.0
             mimic_pairs.append((b, mb))
+    for b in range(len(rows) - 1, -1, -1):
+        rows[b][C_SUBEND] = max(rows[b][C_SUBEND], b)
+        p = int(rows[b][C_PARENT])
+        if p >= 0:
+            rows[p][C_SUBEND] = max(rows[p][C_SUBEND], rows[b][C_SUBEND])
     nvf = 0
     for row in rows:
         row[C_FV] = nvf

@@ -12,9 +12,10 @@
             H_ij = F^T S_j;  H_ji = H_ij^T
 
 Only ancestor pairs are visited: H has branch-induced sparsity.  Instead of
-carrying F down the chain one X_j^T at a time, F and every S_j are expressed
-once in the world frame, where H_ij = F^T S_j is a 6-term dot product (the
-same numbers; Pinocchio does the same).  Mimic joints
+carrying F down the chain one X_j^T at a time, every S_j and F_j = I^c_j S_j
+is expressed once in the world frame, where H_ij = S_i^T F_j is a 6-term dot
+product; row i then runs over i's descendants, which are contiguous in the
+depth-first body order (the same numbers; Pinocchio does the same).  Mimic joints
 add ``m_a m_b`` times their entry to their masters' rows and columns, which
 is H = G^T H_full G.
 """
@@ -22,11 +23,11 @@ import numpy as np
 from numba import njit, prange
 
 from ..joints import PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
-from ..layout import (C_AXIS, C_ET, C_JTYPE, C_MASS, C_MULT, C_OFFSET, C_PARENT, C_QI, H_NB, H_NMIM, H_NVF, W_COR,
-                      W_IC, W_RNEA, W_WORLD, body_row, region_offsets, workspace_size)
+from ..layout import (C_AXIS, C_ET, C_JTYPE, C_MASS, C_MULT, C_OFFSET, C_PARENT, C_QI, C_SUBEND, H_NB, H_NMIM, H_NVF,
+                      W_COR, W_IC, W_RNEA, W_WORLD, body_row, region_offsets, workspace_size)
 from ..spatial import JIT, inertia_mul, inertia_xT_add, x_motion_inv, xT_force_add
 from .rnea import world_placement
-from .common import BAD_Q, BAD_QUAT, OK, S_column, S_dot, all_finite, dof, ncols
+from .common import BAD_Q, BAD_QUAT, OK, S_column, all_finite, dof, ncols
 
 
 @njit(**JIT)
@@ -40,7 +41,8 @@ def crba_into(md, ws, q, H):
     oW = offs[1]
     oI = offs[2]
     oS = offs[4]                # S_j in world coordinates (6 per column)
-    t = offs[5]                 # scratch: S at t, F at t+6, X^T F at t+12
+    oF = offs[4] + 36           # I^c_j S_j in world coordinates (6 per column)
+    t = offs[5]                 # scratch: S at t, I^c S at t+6
     for i in range(nb):
         o = body_row(md, i)
         jt = int(md[o + C_JTYPE])
@@ -62,40 +64,47 @@ def crba_into(md, ws, q, H):
     for a in range(H.shape[0]):
         for b in range(H.shape[1]):
             H[a, b] = 0.0
+    # S_i and F_i = I^c_i S_i in world coordinates, one 6-vector per column
     for i in range(nb):
         o = body_row(md, i)
         world_placement(md, ws, i, oR, oW)
-        for c in range(ncols(md, o)):       # S_i in world coordinates
+        w = oW + i * W_WORLD
+        for c in range(ncols(md, o)):
             S_column(md, o, c, ws, t)
-            x_motion_inv(ws, oW + i * W_WORLD, ws, t, ws, oS + i * W_COR + 6 * c)
+            x_motion_inv(ws, w, ws, t, ws, oS + i * W_COR + 6 * c)
+            inertia_mul(ws, oI + i * W_IC, ws, t, ws, t + 6)
+            for k in range(6):
+                ws[oF + i * W_COR + 6 * c + k] = 0.0
+            xT_force_add(ws, w, ws, t + 6, ws, oF + i * W_COR + 6 * c)
+    # H_ij = S_i . F_j for j = i and every descendant j (bodies i+1..subtree end:
+    # contiguous, no walking up parent pointers), then mirrored
     for i in range(nb):
         o = body_row(md, i)
         mi = md[o + C_MULT]
+        end = int(md[o + C_SUBEND])
         for c in range(ncols(md, o)):
-            # F = I^c_i S_i, then in world coordinates
-            S_column(md, o, c, ws, t)
-            inertia_mul(ws, oI + i * W_IC, ws, t, ws, t + 6)
+            si = oS + i * W_COR + 6 * c
+            s0 = ws[si]
+            s1 = ws[si + 1]
+            s2 = ws[si + 2]
+            s3 = ws[si + 3]
+            s4 = ws[si + 4]
+            s5 = ws[si + 5]
             di = dof(md, o, c)
             for c2 in range(ncols(md, o)):
-                H[dof(md, o, c2), di] += mi * mi * S_dot(md, o, c2, ws, t + 6)
-            p = int(md[o + C_PARENT])
-            if p < 0:
-                continue
-            for k in range(6):
-                ws[t + 12 + k] = 0.0
-            xT_force_add(ws, oW + i * W_WORLD, ws, t + 6, ws, t + 12)
-            j = p
-            while j >= 0:
+                f = oF + i * W_COR + 6 * c2
+                H[di, dof(md, o, c2)] += mi * mi * (s0 * ws[f] + s1 * ws[f + 1] + s2 * ws[f + 2] + s3 * ws[f + 3]
+                                                    + s4 * ws[f + 4] + s5 * ws[f + 5])
+            for j in range(i + 1, end + 1):
                 oj = body_row(md, j)
                 mm = mi * md[oj + C_MULT]
                 for c2 in range(ncols(md, oj)):
-                    sj = oS + j * W_COR + 6 * c2
-                    val = mm * (ws[sj] * ws[t + 12] + ws[sj + 1] * ws[t + 13] + ws[sj + 2] * ws[t + 14]
-                                + ws[sj + 3] * ws[t + 15] + ws[sj + 4] * ws[t + 16] + ws[sj + 5] * ws[t + 17])
+                    f = oF + j * W_COR + 6 * c2
+                    val = mm * (s0 * ws[f] + s1 * ws[f + 1] + s2 * ws[f + 2] + s3 * ws[f + 3] + s4 * ws[f + 4]
+                                + s5 * ws[f + 5])
                     dj = dof(md, oj, c2)
-                    H[dj, di] += val
                     H[di, dj] += val
-                j = int(md[oj + C_PARENT])
+                    H[dj, di] += val
     return OK
 
 
