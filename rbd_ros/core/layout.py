@@ -16,6 +16,7 @@ from .spatial import INLINE
 H_NB, H_NV, H_NQ, H_NVF, H_NMIM = 0, 1, 2, 3, 4
 H_GRAV = 5           # 3 numbers
 H_OFF_BODY, H_OFF_DOFPAR, H_OFF_MIMIC = 8, 9, 10
+H_OFF_ANC = 11       # per-DOF ancestor lists of the LᵀDL elimination tree (see ltdl.py)
 HEADER = 16
 
 # body table columns
@@ -77,6 +78,14 @@ def body_row(md, i):
 def dof_parent(md, k):
     """Parent of DOF k in the LᵀDL elimination tree (-1: none)."""
     return int(md[int(md[H_OFF_DOFPAR]) + k])
+
+
+@njit(**INLINE)
+def ancestors(md, k):
+    """md[start:stop] lists DOF k's ancestors in the LᵀDL elimination tree,
+    nearest first (precomputed: no pointer chasing in the factorisation)."""
+    o = int(md[H_OFF_ANC]) + k
+    return int(md[o]), int(md[o + 1])
 
 
 @njit(**INLINE)

@@ -12,7 +12,7 @@ import numpy as np
 
 from .joints import FREE
 from .layout import (C_JTYPE, C_PARENT, C_VI, H_GRAV, H_NB, H_NMIM, H_NQ, H_NV, H_NVF,
-                     H_OFF_BODY, H_OFF_DOFPAR, H_OFF_MIMIC, HEADER, NCOL, workspace_size)
+                     H_OFF_ANC, H_OFF_BODY, H_OFF_DOFPAR, H_OFF_MIMIC, HEADER, NCOL, workspace_size)
 
 
 class ModelError(ValueError):
@@ -208,7 +208,17 @@ def pack_model_data(body_rows, dof_parent, mimic_pairs, nq, nv, nvf, gravity):
     off_body = HEADER
     off_dofpar = off_body + nb * NCOL
     off_mimic = off_dofpar + nv
-    md = np.zeros(off_mimic + 2 * nmim)
+    # ancestor lists: nv + 1 offsets (absolute, into md), then each DOF's
+    # ancestors in the elimination tree, nearest first
+    chains = []
+    for k in range(nv):
+        chain, j = [], int(dof_parent[k])
+        while j >= 0:
+            chain.append(j)
+            j = int(dof_parent[j])
+        chains.append(chain)
+    off_anc = off_mimic + 2 * nmim
+    md = np.zeros(off_anc + nv + 1 + sum(len(c) for c in chains))
     md[H_NB], md[H_NV], md[H_NQ], md[H_NVF], md[H_NMIM] = nb, nv, nq, nvf, nmim
     md[H_GRAV:H_GRAV + 3] = _vector3(gravity, "gravity")
     md[H_OFF_BODY], md[H_OFF_DOFPAR], md[H_OFF_MIMIC] = off_body, off_dofpar, off_mimic
@@ -216,7 +226,14 @@ def pack_model_data(body_rows, dof_parent, mimic_pairs, nq, nv, nvf, gravity):
         md[off_body:off_dofpar] = np.asarray(body_rows, dtype=float).reshape(-1)
     md[off_dofpar:off_mimic] = dof_parent
     if nmim:
-        md[off_mimic:] = np.asarray(mimic_pairs, dtype=float).reshape(-1)
+        md[off_mimic:off_anc] = np.asarray(mimic_pairs, dtype=float).reshape(-1)
+    md[H_OFF_ANC] = off_anc
+    pos = off_anc + nv + 1
+    for k, chain in enumerate(chains):
+        md[off_anc + k] = pos
+        md[pos:pos + len(chain)] = chain
+        pos += len(chain)
+    md[off_anc + nv] = pos
     md.setflags(write=False)
     return md
 

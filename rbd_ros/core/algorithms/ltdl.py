@@ -20,27 +20,29 @@ In place: D on the diagonal, L (unit lower triangular, H = Lᵀ D L) below.
 import numpy as np
 from numba import njit
 
-from ..layout import dof_parent
+from ..layout import ancestors
 from ..spatial import JIT
 
 
 @njit(**JIT)
 def ltdl_factor(md, H):
-    """Factorise H in place; returns False if a pivot is not positive."""
+    """Factorise H in place; returns False if a pivot is not positive.
+
+    The while-loops over λ above become loops over k's precomputed ancestor
+    list A = (λ(k), λ(λ(k)), ...): i = A[m] and i's ancestors are A[m+1:]."""
     n = H.shape[0]
     for k in range(n - 1, -1, -1):
         d = H[k, k]
         if not d > 0.0:
             return False
-        i = dof_parent(md, k)
-        while i >= 0:
+        s, e = ancestors(md, k)
+        for m in range(s, e):
+            i = int(md[m])
             a = H[k, i] / d
-            j = i
-            while j >= 0:
+            for l in range(m, e):
+                j = int(md[l])
                 H[i, j] -= a * H[k, j]
-                j = dof_parent(md, j)
             H[k, i] = a
-            i = dof_parent(md, i)
     return True
 
 
@@ -49,17 +51,20 @@ def ltdl_solve_inplace(md, LD, x):
     """Solve (Lᵀ D L) y = x in place, LD from ``ltdl_factor``."""
     n = LD.shape[0]
     for i in range(n - 1, -1, -1):     # Lᵀ z = x
-        j = dof_parent(md, i)
-        while j >= 0:
-            x[j] -= LD[i, j] * x[i]
-            j = dof_parent(md, j)
+        s, e = ancestors(md, i)
+        xi = x[i]
+        for m in range(s, e):
+            j = int(md[m])
+            x[j] -= LD[i, j] * xi
     for i in range(n):                 # D w = z
         x[i] /= LD[i, i]
     for i in range(n):                 # L y = w
-        j = dof_parent(md, i)
-        while j >= 0:
-            x[i] -= LD[i, j] * x[j]
-            j = dof_parent(md, j)
+        s, e = ancestors(md, i)
+        xi = x[i]
+        for m in range(s, e):
+            j = int(md[m])
+            xi -= LD[i, j] * x[j]
+        x[i] = xi
 
 
 @njit(**JIT)
