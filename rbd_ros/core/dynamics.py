@@ -30,6 +30,13 @@ def _plain(x, shape):
     return x.__class__ is _ND and x.dtype is _F8 and x.shape == shape
 
 
+def _plain3(model, q, v, a):
+    """_plain for (q, v, a) at once (one Python call instead of three)."""
+    sv = model._sv
+    return (q.__class__ is _ND and v.__class__ is _ND and a.__class__ is _ND and q.dtype is _F8
+            and v.dtype is _F8 and a.dtype is _F8 and q.shape == model._sq and v.shape == sv and a.shape == sv)
+
+
 def _describe(x):
     if isinstance(x, np.ndarray):
         return f"an array of shape {x.shape} and dtype {x.dtype}"
@@ -121,7 +128,7 @@ def rnea(model, q, v, a, f_ext=None, f_ext_frame="local"):
     {link: wrench}.  ``f_ext_frame="local"``: each in its link's frame, moment
     about the link origin; ``"world"``: world axes, moment about the world
     origin."""
-    if f_ext is None and _plain(q, model._sq) and _plain(v, model._sv) and _plain(a, model._sv):
+    if f_ext is None and _plain3(model, q, v, a):
         out = np.empty(model._nv)
         st = rnea_k(model.md, model.workspace(), q, v, a, out)
         if st:
@@ -242,7 +249,7 @@ def aba(model, q, v, tau, f_ext=None, f_ext_frame="local"):
 
 
 def _fd(model, q, v, tau, f_ext, frame, kernel, kernel_fext, kernel_batch):
-    if f_ext is None and _plain(q, model._sq) and _plain(v, model._sv) and _plain(tau, model._sv):
+    if f_ext is None and _plain3(model, q, v, tau):
         out = np.empty(model._nv)
         st = kernel(model.md, model.workspace(), q, v, tau, out)
         if st:
