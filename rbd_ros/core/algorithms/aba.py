@@ -15,6 +15,12 @@
         qdd_i = D_i^-1 (u_i - U_i^T a')
         a_i = a' + S_i qdd_i
 
+The sweeps run in world coordinates (as Pinocchio does): with every S_i,
+v_i, I_i expressed in the world frame, the articulated inertias of the
+children add to their parent's directly, so the per-body congruence
+X_i^T I^a X_i (the dominant cost) is gone.  In world coordinates
+c_i = v_i x S_i qd_i still holds (S_i moves with body i) and a_0 = -a_g.
+
 Mimic joints (``mimic=True``) are kinematic constraints qdd_dep = m qdd_master,
 which ABA cannot eliminate on the way.  It runs on the *full* coordinates
 (every mimic joint a DOF, tau = 0 on it) and adds the constraint forces J^T λ
@@ -28,60 +34,57 @@ which is the reduced dynamics exactly, at O(n (1 + n_mimic)).
 import numpy as np
 from numba import njit, prange
 
-from ..joints import (FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform,
-                      revolute_transform)
+from ..joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
 from ..layout import (C_AXIS, C_ET, C_FV, C_JTYPE, C_MASS, C_MIMIC, C_MULT, C_OFFSET, C_PARENT, C_QI, C_VI, H_GRAV,
-                      H_NB, H_NMIM, H_NVF, W_ABA, W_RNEA, body_row, mimic_pair, region_offsets, workspace_size)
+                      H_NB, H_NMIM, H_NVF, W_ABA, W_COR, W_RNEA, W_WORLD, body_row, mimic_pair, region_offsets,
+                      workspace_size)
 from ..spatial import (JIT, chol6_solve, cross_force_add, cross_motion, inertia_mul, inertia_to_mat6,
-                       mat6_vec, mat6_xT_X_add, x_force, x_motion, xT_force_add)
-from .common import (BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_V, OK, SINGULAR, S_column, S_dot, all_finite,
-                     joint_motion)
+                       inertia_xT_add, x_motion, x_motion_inv, xT_force_add)
+from .common import BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_V, OK, SINGULAR, S_column, all_finite, joint_motion
 from .rnea import world_placement
 
-X_, V_ = 0, 12                          # slots in the RNEA region
+X_, V_, A_ = 0, 12, 18                  # slots in the RNEA region (world v and a)
 IA_, PA_, C_, U_, D_, u_ = 0, 36, 42, 48, 84, 120   # slots in the ABA region
 
 
 @njit(**JIT)
-def _articulated_inertias(md, ws, oR, oA, t):
-    """Backward sweep for I^A, U, D (independent of v, tau, f_ext).
-    Returns False if some D is not positive definite."""
+def _articulated_inertias(md, ws, oS, oA):
+    """Backward sweep for I^A, U, D (independent of v, tau, f_ext), world frame.
+    Returns False if some D is not positive."""
     nb = int(md[H_NB])
     for i in range(nb - 1, -1, -1):
         o = body_row(md, i)
         b = oA + i * W_ABA
         p = int(md[o + C_PARENT])
         if int(md[o + C_JTYPE]) == FREE:
-            # S = 1: U = D = I^A, I^a = 0 -> nothing reaches the parent's inertia
+            # S invertible: I^a = 0, nothing reaches the parent; keep I^A for the solve
             for k in range(36):
-                ws[b + U_ + k] = ws[b + IA_ + k]
                 ws[b + D_ + k] = ws[b + IA_ + k]
             continue
-        # U = I^A S with S = [u; 0] (revolute) or [0; u] (prismatic): three columns of I^A
-        cs = 0 if int(md[o + C_JTYPE]) == REVOLUTE else 3
-        u0 = md[o + C_AXIS]
-        u1 = md[o + C_AXIS + 1]
-        u2 = md[o + C_AXIS + 2]
+        s = oS + i * W_COR
+        D = 0.0
         for r in range(6):
-            ws[b + U_ + r] = (ws[b + IA_ + 6 * r + cs] * u0 + ws[b + IA_ + 6 * r + cs + 1] * u1
-                              + ws[b + IA_ + 6 * r + cs + 2] * u2)
-        D = u0 * ws[b + U_ + cs] + u1 * ws[b + U_ + cs + 1] + u2 * ws[b + U_ + cs + 2]
+            ur = 0.0
+            for k in range(6):
+                ur += ws[b + IA_ + 6 * r + k] * ws[s + k]
+            ws[b + U_ + r] = ur
+            D += ws[s + r] * ur
         if not D > 0.0:
             return False
         ws[b + D_] = D
         if p >= 0:
-            Ia = t + 6
+            bp = oA + p * W_ABA
             for r in range(6):
+                ur = ws[b + U_ + r] / D
                 for c in range(6):
-                    ws[Ia + 6 * r + c] = ws[b + IA_ + 6 * r + c] - ws[b + U_ + r] * ws[b + U_ + c] / D
-            mat6_xT_X_add(ws, oR + i * W_RNEA + X_, ws, Ia, ws, t + 42, ws, oA + p * W_ABA + IA_)
+                    ws[bp + IA_ + 6 * r + c] += ws[b + IA_ + 6 * r + c] - ur * ws[b + U_ + c]
     return True
 
 
 @njit(**JIT)
-def _force_and_accel_sweeps(md, ws, oR, oA, t, tau_full, with_bias, qdd_full):
-    """Backward sweep for u and p^A, forward sweep for the accelerations.
-    ``p^A`` (and ``c``) must hold the bias terms (or zeros when not
+def _force_and_accel_sweeps(md, ws, oR, oW, oS, oA, t, tau_full, with_bias, qdd_full):
+    """Backward sweep for u and p^A, forward sweep for the accelerations (world
+    frame).  ``p^A`` and ``c`` must hold the bias terms (or zeros when not
     ``with_bias``).  Writes qdd_full (user order per body).  False if a free
     joint's I^A is not positive definite."""
     nb = int(md[H_NB])
@@ -90,32 +93,38 @@ def _force_and_accel_sweeps(md, ws, oR, oA, t, tau_full, with_bias, qdd_full):
         b = oA + i * W_ABA
         fv = int(md[o + C_FV])
         p = int(md[o + C_PARENT])
-        pa = t
         if int(md[o + C_JTYPE]) == FREE:
-            # u = tau - p^A; p^a = p^A + u = tau
+            # tau as a world force F = X0^T tau_body; p^a = F goes to the parent
             for k in range(6):
-                s = (k + 3) % 6
-                ws[b + u_ + s] = tau_full[fv + k] - ws[b + PA_ + s]
-                ws[pa + s] = tau_full[fv + k]
+                ws[t + (k + 3) % 6] = tau_full[fv + k]
+            for k in range(6):
+                ws[b + u_ + k] = 0.0
+            xT_force_add(ws, oW + i * W_WORLD, ws, t, ws, b + u_)
+            if p >= 0:
+                for k in range(6):
+                    ws[oA + p * W_ABA + PA_ + k] += ws[b + u_ + k]
         else:
-            S_column(md, o, 0, ws, t + 6)
-            u = tau_full[fv] - S_dot(md, o, 0, ws, b + PA_)
+            s = oS + i * W_COR
+            u = tau_full[fv]
+            for k in range(6):
+                u -= ws[s + k] * ws[b + PA_ + k]
             ws[b + u_] = u
             if p >= 0:
-                # p^a = p^A + I^a c + U D^-1 u, with I^a c = I^A c - U (U^T c) / D
+                # p^a = p^A + I^a c + U D^-1 u,  I^a c = I^A c - U (U^T c) / D
                 D = ws[b + D_]
-                mat6_vec(ws, b + IA_, ws, b + C_, ws, pa)
                 Uc = 0.0
                 for k in range(6):
                     Uc += ws[b + U_ + k] * ws[b + C_ + k]
-                for k in range(6):
-                    ws[pa + k] += ws[b + PA_ + k] + ws[b + U_ + k] * (u - Uc) / D
-        if p >= 0:
-            xT_force_add(ws, oR + i * W_RNEA + X_, ws, pa, ws, oA + p * W_ABA + PA_)
+                bp = oA + p * W_ABA
+                for r in range(6):
+                    s_r = ws[b + PA_ + r] + ws[b + U_ + r] * (u - Uc) / D
+                    for k in range(6):
+                        s_r += ws[b + IA_ + 6 * r + k] * ws[b + C_ + k]
+                    ws[bp + PA_ + r] += s_r
     g0 = md[H_GRAV]
     g1 = md[H_GRAV + 1]
     g2 = md[H_GRAV + 2]
-    ap = t + 12        # a' = X a_λ + c
+    ap = t + 6         # a' = a_λ + c
     for i in range(nb):
         o = body_row(md, i)
         b = oA + i * W_ABA
@@ -123,31 +132,36 @@ def _force_and_accel_sweeps(md, ws, oR, oA, t, tau_full, with_bias, qdd_full):
         p = int(md[o + C_PARENT])
         fv = int(md[o + C_FV])
         if p >= 0:
-            x_motion(ws, x + X_, ws, oR + p * W_RNEA + 18, ws, ap)
+            for k in range(6):
+                ws[ap + k] = ws[oR + p * W_RNEA + A_ + k] + ws[b + C_ + k]
         else:
             for k in range(3):
-                ws[ap + k] = 0.0
-                ws[ap + 3 + k] = 0.0
-                if with_bias:
-                    ws[ap + 3 + k] = -(ws[x + 3 * k] * g0 + ws[x + 3 * k + 1] * g1 + ws[x + 3 * k + 2] * g2)
-        for k in range(6):
-            ws[ap + k] += ws[b + C_ + k]
-        a_i = x + 18                  # a_i stored in the RNEA region's a slot
+                ws[ap + k] = ws[b + C_ + k]
+                ws[ap + 3 + k] = ws[b + C_ + 3 + k]
+            if with_bias:          # a_0 = -a_g, world frame
+                ws[ap + 3] -= g0
+                ws[ap + 4] -= g1
+                ws[ap + 5] -= g2
         if int(md[o + C_JTYPE]) == FREE:
-            # a_i = (I^A)^-1 u;  qdd = a_i - a'
-            if not chol6_solve(ws, b + D_, ws, b + u_, ws, t + 24, ws, a_i):
+            # a_i = (I^A)^-1 (F - p^A);  qdd = X0 (a_i - a') in the body frame
+            for k in range(6):
+                ws[t + 12 + k] = ws[b + u_ + k] - ws[b + PA_ + k]
+            if not chol6_solve(ws, b + D_, ws, t + 12, ws, t + 18, ws, x + A_):
                 return False
             for k in range(6):
-                qdd_full[fv + k] = ws[a_i + (k + 3) % 6] - ws[ap + (k + 3) % 6]
+                ws[t + 12 + k] = ws[x + A_ + k] - ws[ap + k]
+            x_motion(ws, oW + i * W_WORLD, ws, t + 12, ws, t + 54)
+            for k in range(6):
+                qdd_full[fv + k] = ws[t + 54 + (k + 3) % 6]
         else:
+            s = oS + i * W_COR
             Ua = 0.0
             for k in range(6):
                 Ua += ws[b + U_ + k] * ws[ap + k]
             qdd = (ws[b + u_] - Ua) / ws[b + D_]
             qdd_full[fv] = qdd
-            S_column(md, o, 0, ws, t + 6)
             for k in range(6):
-                ws[a_i + k] = ws[ap + k] + ws[t + 6 + k] * qdd
+                ws[x + A_ + k] = ws[ap + k] + ws[s + k] * qdd
     return True
 
 
@@ -171,17 +185,20 @@ def aba_into(md, ws, q, v, tau, fext, fext_world, out):
     oR = offs[0]
     oW = offs[1]
     oA = offs[3]
+    oS = offs[4]                       # S in world coordinates (1-DOF joints)
     t = offs[5]
     ov = offs[7]                       # full vectors: tau_full, qdd_full, rhs
     tau_full = ws[ov:ov + nvf]
     qdd_full = ws[ov + nvf:ov + 2 * nvf]
     rhs = ws[ov + 2 * nvf:ov + 3 * nvf]
 
-    # ---- forward sweep: X, v, c, I^A, p^A
+    # ---- forward sweep (world frame): X0, S, v, c, I^A = I, p^A
     for i in range(nb):
         o = body_row(md, i)
         x = oR + i * W_RNEA
         b = oA + i * W_ABA
+        w = oW + i * W_WORLD
+        s = oS + i * W_COR
         jt = int(md[o + C_JTYPE])
         qi = int(md[o + C_QI])
         if jt == REVOLUTE:
@@ -193,30 +210,40 @@ def aba_into(md, ws, q, v, tau, fext, fext_world, out):
         elif not free_transform(md, o + C_ET, q, qi, ws, x + X_):
             return BAD_QUAT
         p = int(md[o + C_PARENT])
-        joint_motion(md, o, v, ws, t)                 # vJ = S qd
+        world_placement(md, ws, i, oR, oW)
+        # vJ = S qd (body frame) -> world; S itself -> world (1-DOF joints)
+        joint_motion(md, o, v, ws, t)
+        x_motion_inv(ws, w, ws, t, ws, t + 6)
+        if jt != FREE:
+            S_column(md, o, 0, ws, t)
+            x_motion_inv(ws, w, ws, t, ws, s)
         if p >= 0:
-            x_motion(ws, x + X_, ws, oR + p * W_RNEA + V_, ws, x + V_)
-            cross_motion(ws, x + V_, ws, t, ws, b + C_)     # c = (X v_λ) x vJ = v_i x vJ
+            cross_motion(ws, oR + p * W_RNEA + V_, ws, t + 6, ws, b + C_)   # c = v_λ x vJ = v_i x vJ
+            for k in range(6):
+                ws[x + V_ + k] = ws[oR + p * W_RNEA + V_ + k] + ws[t + 6 + k]
         else:
             for k in range(6):
-                ws[x + V_ + k] = 0.0
                 ws[b + C_ + k] = 0.0
-        for k in range(6):
-            ws[x + V_ + k] += ws[t + k]
-        inertia_to_mat6(md, o + C_MASS, ws, b + IA_)
-        inertia_mul(md, o + C_MASS, ws, x + V_, ws, t)
+                ws[x + V_ + k] = ws[t + 6 + k]
+        # I^A = X0^T I X0 (about the world origin), p^A = v x* I v - f_ext
+        for k in range(13):
+            ws[t + 12 + k] = 0.0
+        inertia_xT_add(ws, w, md, o + C_MASS, ws, t + 12)
+        inertia_to_mat6(ws, t + 12, ws, b + IA_)
+        inertia_mul(ws, t + 12, ws, x + V_, ws, t)
         for k in range(6):
             ws[b + PA_ + k] = 0.0
         cross_force_add(ws, x + V_, ws, t, ws, b + PA_)
         if has_fext:
             if fext_world:
-                world_placement(md, ws, i, oR, oW)
-                x_force(ws, oW + i * 12, fext[i], 0, ws, t)
-                for k in range(6):
-                    ws[b + PA_ + k] -= ws[t + k]
-            else:
                 for k in range(6):
                     ws[b + PA_ + k] -= fext[i, k]
+            else:
+                for k in range(6):
+                    ws[t + k] = 0.0
+                xT_force_add(ws, w, fext[i], 0, ws, t)
+                for k in range(6):
+                    ws[b + PA_ + k] -= ws[t + k]
         # tau in full coordinates: the user's for DOF joints, 0 on mimic joints
         fv = int(md[o + C_FV])
         vi = int(md[o + C_VI])
@@ -226,9 +253,9 @@ def aba_into(md, ws, q, v, tau, fext, fext_world, out):
         else:
             tau_full[fv] = 0.0 if md[o + C_MIMIC] != 0.0 else tau[vi]
 
-    if not _articulated_inertias(md, ws, oR, oA, t):
+    if not _articulated_inertias(md, ws, oS, oA):
         return SINGULAR
-    if not _force_and_accel_sweeps(md, ws, oR, oA, t, tau_full, True, qdd_full):
+    if not _force_and_accel_sweeps(md, ws, oR, oW, oS, oA, t, tau_full, True, qdd_full):
         return SINGULAR
 
     if nmim > 0:
@@ -246,7 +273,8 @@ def aba_into(md, ws, q, v, tau, fext, fext_world, out):
                 for k in range(6):
                     ws[b + PA_ + k] = 0.0
                     ws[b + C_ + k] = 0.0
-            if not _force_and_accel_sweeps(md, ws, oR, oA, t, rhs, False, ws[oY + c * nvf:oY + (c + 1) * nvf]):
+            if not _force_and_accel_sweeps(md, ws, oR, oW, oS, oA, t, rhs, False,
+                                           ws[oY + c * nvf:oY + (c + 1) * nvf]):
                 return SINGULAR
         # K = J Y (symmetric positive definite), rhs = -J qdd_0
         for r in range(nmim):
