@@ -93,3 +93,10 @@ def mimic_pair(md, k):
     """(mimic body, master body) of mimic constraint k."""
     o = int(md[H_OFF_MIMIC]) + 2 * k
     return int(md[o]), int(md[o + 1])
+
+
+@njit(**INLINE)
+def thread_chunks(N, nthreads):
+    """Split N batch rows into one contiguous chunk per thread: (chunks, rows per chunk)."""
+    nth = min(nthreads, max(N, 1))
+    return nth, (N + nth - 1) // nth

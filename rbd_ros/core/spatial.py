@@ -78,17 +78,6 @@ def spatial_inertia_matrix(m, h, Ibar):
 # ----------------------------------------------------------------------------
 
 @njit(**INLINE)
-def rot_mul(A, oa, B, ob, out, oo):
-    """out = A B for row-major 3x3 matrices."""
-    for i in range(3):
-        a0 = A[oa + 3 * i]
-        a1 = A[oa + 3 * i + 1]
-        a2 = A[oa + 3 * i + 2]
-        for j in range(3):
-            out[oo + 3 * i + j] = a0 * B[ob + j] + a1 * B[ob + 3 + j] + a2 * B[ob + 6 + j]
-
-
-@njit(**INLINE)
 def x_motion(X, ox, m, om, out, oo):
     """out = X m  (motion vector, parent frame -> child frame)."""
     w0 = m[om]

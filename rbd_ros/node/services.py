@@ -226,37 +226,29 @@ def _fill_points(points, field: str, values: np.ndarray):
         setattr(pt, field, array.array("d", row.tobytes()))
 
 
-def inverse_dynamics_trajectory(rt, req, resp):
+def _trajectory(rt, req, resp, fn, third: str, result: str, what: str):
+    """Shared body of the trajectory services: ``fn`` over every point, the
+    result written into each point's ``result`` field."""
     if rt is None:
         return _fail(resp, NO_MODEL)
     try:
-        idx, Q, V, A = _trajectory_arrays(rt, req.trajectory, "velocities", "accelerations")
+        idx, Q, V, X = _trajectory_arrays(rt, req.trajectory, "velocities", third)
         f_ext, frame = _wrenches(rt, req.wrench_links, req.wrenches, req.wrench_frame)
-        tau = _batched(rbd.rnea, rt, Q, V, A, f_ext, frame)
+        res = _batched(fn, rt, Q, V, X, f_ext, frame)
     except (BadRequest, ValueError) as e:
         return _fail(resp, str(e))
-    out = np.ascontiguousarray(tau[:, rt.dof_v[idx]])
+    out = np.ascontiguousarray(res[:, rt.dof_v[idx]])
     bad = np.argwhere(~np.isfinite(out))
     if bad.size:
-        return _fail(resp, f"the computed effort of point {int(bad[0][0])} is not finite")
-    _fill_points(req.trajectory.points, "effort", out)
+        return _fail(resp, f"the computed {what} of point {int(bad[0][0])} is not finite")
+    _fill_points(req.trajectory.points, result, out)
     resp.trajectory = req.trajectory
     return _ok(resp, f"ok: {out.shape[0]} points")
+
+
+def inverse_dynamics_trajectory(rt, req, resp):
+    return _trajectory(rt, req, resp, rbd.rnea, "accelerations", "effort", "effort")
 
 
 def forward_dynamics_trajectory(rt, req, resp):
-    if rt is None:
-        return _fail(resp, NO_MODEL)
-    try:
-        idx, Q, V, T = _trajectory_arrays(rt, req.trajectory, "velocities", "effort")
-        f_ext, frame = _wrenches(rt, req.wrench_links, req.wrenches, req.wrench_frame)
-        qdd = _batched(rbd.forward_dynamics, rt, Q, V, T, f_ext, frame)
-    except (BadRequest, ValueError) as e:
-        return _fail(resp, str(e))
-    out = np.ascontiguousarray(qdd[:, rt.dof_v[idx]])
-    bad = np.argwhere(~np.isfinite(out))
-    if bad.size:
-        return _fail(resp, f"the computed acceleration of point {int(bad[0][0])} is not finite")
-    _fill_points(req.trajectory.points, "accelerations", out)
-    resp.trajectory = req.trajectory
-    return _ok(resp, f"ok: {out.shape[0]} points")
+    return _trajectory(rt, req, resp, rbd.forward_dynamics, "effort", "accelerations", "acceleration")

@@ -37,7 +37,7 @@ from numba import njit, prange
 from ..joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
 from ..layout import (C_AXIS, C_ET, C_FV, C_JTYPE, C_MASS, C_MIMIC, C_MULT, C_OFFSET, C_PARENT, C_QI, C_VI, H_GRAV,
                       H_NB, H_NMIM, H_NVF, W_ABA, W_COR, W_RNEA, W_WORLD, body_row, mimic_pair, region_offsets,
-                      workspace_size)
+                      thread_chunks, workspace_size)
 from ..spatial import (JIT, chol6_solve, cross_force_add, cross_motion, inertia_mul, inertia_to_mat6,
                        inertia_xT_add, x_motion, x_motion_inv, xT_force_add)
 from .common import BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_V, OK, SINGULAR, S_column, all_finite, joint_motion
@@ -345,8 +345,7 @@ def aba_fext_k(md, ws, q, v, tau, fext, fext_world, out):
 @njit(**dict(JIT, parallel=True))
 def aba_batch_k(md, Q, V, T, fext, fext_world, OUT, status, nthreads):
     N = Q.shape[0]
-    nth = min(nthreads, max(N, 1))
-    chunk = (N + nth - 1) // nth
+    nth, chunk = thread_chunks(N, nthreads)
     wsize = workspace_size(md)
     for t in prange(nth):
         ws = np.empty(wsize)

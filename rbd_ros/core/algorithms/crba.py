@@ -24,7 +24,7 @@ from numba import njit, prange
 
 from ..joints import PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
 from ..layout import (C_AXIS, C_ET, C_JTYPE, C_MASS, C_MULT, C_OFFSET, C_PARENT, C_QI, C_SUBEND, H_NB, H_NMIM, H_NVF,
-                      W_COR, W_IC, W_RNEA, W_WORLD, body_row, region_offsets, workspace_size)
+                      W_COR, W_IC, W_RNEA, W_WORLD, body_row, region_offsets, thread_chunks, workspace_size)
 from ..spatial import JIT, inertia_mul, inertia_xT_add, x_motion_inv, xT_force_add
 from .rnea import world_placement
 from .common import BAD_Q, BAD_QUAT, OK, S_column, all_finite, dof, ncols
@@ -116,8 +116,7 @@ def crba_k(md, ws, q, H):
 @njit(**dict(JIT, parallel=True))
 def crba_batch_k(md, Q, OUT, status, nthreads):
     N = Q.shape[0]
-    nth = min(nthreads, max(N, 1))
-    chunk = (N + nth - 1) // nth
+    nth, chunk = thread_chunks(N, nthreads)
     wsize = workspace_size(md)
     for t in prange(nth):
         ws = np.empty(wsize)

@@ -7,7 +7,7 @@
 import numpy as np
 from numba import njit, prange
 
-from ..layout import H_NB, H_NMIM, H_NV, H_NVF, region_offsets, workspace_size
+from ..layout import H_NB, H_NMIM, H_NV, H_NVF, region_offsets, thread_chunks, workspace_size
 from ..spatial import JIT
 from .common import BAD_A, OK, SINGULAR, all_finite
 from .crba import crba_into
@@ -49,8 +49,7 @@ def forward_dynamics_fext_k(md, ws, q, v, tau, fext, fext_world, out):
 @njit(**dict(JIT, parallel=True))
 def forward_dynamics_batch_k(md, Q, V, T, fext, fext_world, OUT, status, nthreads):
     N = Q.shape[0]
-    nth = min(nthreads, max(N, 1))
-    chunk = (N + nth - 1) // nth
+    nth, chunk = thread_chunks(N, nthreads)
     wsize = workspace_size(md)
     for t in prange(nth):
         ws = np.empty(wsize)

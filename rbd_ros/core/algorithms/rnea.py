@@ -19,7 +19,7 @@ from numba import njit, prange
 from ..joints import (FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform,
                       revolute_transform)
 from ..layout import (C_AXIS, C_ET, C_JTYPE, C_MASS, C_MULT, C_OFFSET, C_PARENT, C_QI, C_VI, H_GRAV, H_NB, H_NMIM,
-                      H_NVF, W_RNEA, W_WORLD, body_row, region_offsets, workspace_size)
+                      H_NVF, W_RNEA, W_WORLD, body_row, region_offsets, thread_chunks, workspace_size)
 from ..spatial import INLINE, JIT, cross_force_add, inertia_mul, x_force, x_motion, xT_force_add
 from .common import BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_V, OK, all_finite
 
@@ -240,8 +240,7 @@ def rnea_batch_k(md, Q, V, A, fext, fext_world, use_v, use_a, OUT, status, nthre
     """Row n of OUT = rnea(Q[n], V[n], A[n], fext[n]); fext is (N, nb, 6) or (0, nb, 6).
     States are split into one chunk per thread, each with its own workspace."""
     N = Q.shape[0]
-    nth = min(nthreads, max(N, 1))
-    chunk = (N + nth - 1) // nth
+    nth, chunk = thread_chunks(N, nthreads)
     wsize = workspace_size(md)
     for t in prange(nth):
         ws = np.empty(wsize)
