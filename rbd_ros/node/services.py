@@ -106,6 +106,11 @@ def _fail(resp, message):
     return resp
 
 
+def _twist(t, field: str):
+    """geometry_msgs Twist/Accel -> [linear; angular] (Pinocchio's free-flyer order)."""
+    return _finite((t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z), field)
+
+
 def inverse_dynamics(rt, req, resp):
     if rt is None:
         return _fail(resp, NO_MODEL)
@@ -115,12 +120,8 @@ def inverse_dynamics(rt, req, resp):
         f_ext, frame = _wrenches(rt, req.wrench_links, req.wrenches, req.wrench_frame)
         if rt.floating:
             q[0:7] = _base_q(req.base_pose)
-            t = req.base_velocity
-            v[0:6] = _finite((t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y,
-                              t.angular.z), "base_velocity")
-            b = req.base_acceleration
-            a[0:6] = _finite((b.linear.x, b.linear.y, b.linear.z, b.angular.x, b.angular.y,
-                              b.angular.z), "base_acceleration")
+            v[0:6] = _twist(req.base_velocity, "base_velocity")
+            a[0:6] = _twist(req.base_acceleration, "base_acceleration")
         tau = rbd.rnea(rt.model, q, v, a, f_ext=f_ext, f_ext_frame=frame)
     except (BadRequest, ValueError) as e:
         return _fail(resp, str(e))
@@ -144,9 +145,7 @@ def forward_dynamics(rt, req, resp):
         f_ext, frame = _wrenches(rt, req.wrench_links, req.wrenches, req.wrench_frame)
         if rt.floating:
             q[0:7] = _base_q(req.base_pose)
-            t = req.base_velocity
-            v[0:6] = _finite((t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y,
-                              t.angular.z), "base_velocity")
+            v[0:6] = _twist(req.base_velocity, "base_velocity")
             w = req.base_wrench
             tau[0:6] = _finite((w.force.x, w.force.y, w.force.z, w.torque.x, w.torque.y,
                                 w.torque.z), "base_wrench")
