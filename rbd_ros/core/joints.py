@@ -12,6 +12,9 @@ PRISMATIC    1    1  [0; u]
 FREE         7    6  identity     q = [x y z qx qy qz qw], v = [v; w]
 ========== ==== ==== ===================================================
 
+The free joint's user DOF c (order [v; w], Pinocchio's) is internal index
+(c + 3) % 6 of the [w; v] order; the kernels write that inline.
+
 URDF joints map onto them as follows (see ``urdf.py``):
 
 * ``revolute`` and ``continuous``: REVOLUTE (q is the angle, as in
@@ -118,14 +121,6 @@ def free_transform(T, ot, q, oq, X, ox):
     for k in range(3):
         X[ox + 9 + k] = T[ot + 9 + k] + T[ot + k] * q[oq] + T[ot + 3 + k] * q[oq + 1] + T[ot + 6 + k] * q[oq + 2]
     return True
-
-
-@njit(**INLINE)
-def free_dof_to_spatial(c):
-    """Index in the internal [w; v] order of the free joint's user DOF c
-    (user order [v; w], Pinocchio's).  The kernels write it as (c + 3) % 6
-    inline: helper calls inside inlined helpers cost more than the maths."""
-    return c + 3 if c < 3 else c - 3
 
 
 def planar_basis(n):

@@ -75,12 +75,6 @@ def body_row(md, i):
 
 
 @njit(**INLINE)
-def dof_parent(md, k):
-    """Parent of DOF k in the LᵀDL elimination tree (-1: none)."""
-    return int(md[int(md[H_OFF_DOFPAR]) + k])
-
-
-@njit(**INLINE)
 def ancestors(md, k):
     """md[start:stop] lists DOF k's ancestors in the LᵀDL elimination tree,
     nearest first (precomputed: no pointer chasing in the factorisation)."""

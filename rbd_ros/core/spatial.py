@@ -60,12 +60,6 @@ def inertia_about_origin(mass, com, Ic):
     return float(mass), mass * com, Ibar
 
 
-def spatial_inertia_matrix(m, h, Ibar):
-    """6x6 spatial inertia (Featherstone order) from ``(m, h, Ibar)``."""
-    H = skew(h)
-    return np.block([[Ibar, H], [H.T, m * np.eye(3)]])
-
-
 # ----------------------------------------------------------------------------
 # compiled kernels' building blocks
 #
@@ -155,14 +149,6 @@ def xT_force_add(X, ox, f, of, out, oo):
     out[oo + 3] += g0
     out[oo + 4] += g1
     out[oo + 5] += g2
-
-
-@njit(**INLINE)
-def xT_force(X, ox, f, of, out, oo):
-    """out = X^T f  (out must not overlap f)."""
-    for k in range(6):
-        out[oo + k] = 0.0
-    xT_force_add(X, ox, f, of, out, oo)
 
 
 @njit(**INLINE)
@@ -363,16 +349,6 @@ def mat6_xT_X_add(X, ox, M, om, tmp, ot, out, oo):
             else:
                 pji = bj0 * r1 - bj1 * r0
             out[oo + 6 * i + j] += tmp[A + 3 * i + j] - pij - pji - rq[i]
-
-
-@njit(**INLINE)
-def mat6_vec(M, om, x, ox, out, oo):
-    """out = M x for a row-major 6x6 M."""
-    for i in range(6):
-        s = 0.0
-        for k in range(6):
-            s += M[om + 6 * i + k] * x[ox + k]
-        out[oo + i] = s
 
 
 @njit(**JIT)

@@ -79,19 +79,6 @@ def S_column(md, o, c, out, oo):
 
 
 @njit(**INLINE)
-def S_dot(md, o, c, f, of):
-    """(column c of S)^T f[of:of+6]."""
-    jt = int(md[o + C_JTYPE])
-    if jt == FREE:
-        s = f[of + (c + 3) % 6]
-    else:
-        a = o + C_AXIS
-        k = of if jt == REVOLUTE else of + 3
-        s = md[a] * f[k] + md[a + 1] * f[k + 1] + md[a + 2] * f[k + 2]
-    return s
-
-
-@njit(**INLINE)
 def joint_motion(md, o, v, out, oo):
     """out[oo:oo+6] = S qd, the joint's spatial velocity in the body frame for
     the user's v (mimic multiplier applied; free joint v = [v; w])."""

@@ -1,6 +1,6 @@
 """LᵀDL factorisation with branch-induced sparsity (RBDA Tables 6.3 and 6.4).
 
-The DOF parent λ of the model (``layout.dof_parent``) is such that every
+The DOF parent λ of the model (its DOF-parent table) is such that every
 non-zero H[k, i] with i < k has i an ancestor of k: for a tree without mimic
 joints it is the kinematic tree's DOF parent; with mimic joints it is the
 elimination tree of H's pattern (see ``model.dof_elimination_tree``).  Only
