@@ -9,12 +9,13 @@ ROS-free; depends on numpy, numba and urdf-parser-py only.
     H = rbd.crba(model, q)                             # joint-space inertia
     qdd = rbd.forward_dynamics(model, q, v, tau)       # CRBA + LᵀDL
     qdd = rbd.aba(model, q, v, tau)                    # articulated-body algorithm
+    rbd.compensation_into(model, q, v, dofs, g, b, H)  # g, b, H for a control loop, one call
 
 Conventions: see the README (joint order, free-flyer layout, wrench frames, SI units).
 """
-from .dynamics import (FEXT_FRAMES, aba, bias, coriolis_matrix, crba, forward_dynamics, gravity, ltdl, ltdl_solve,
-                       ltdl_unpack, rnea)
+from .dynamics import (FEXT_FRAMES, aba, bias, compensation_into, coriolis_matrix, crba, dof_indices,
+                       forward_dynamics, gravity, ltdl, ltdl_solve, ltdl_unpack, rnea)
 from .model import Model, ModelError
 
 __all__ = ["Model", "ModelError", "rnea", "gravity", "bias", "coriolis_matrix", "crba", "forward_dynamics", "aba",
-           "ltdl", "ltdl_solve", "ltdl_unpack", "FEXT_FRAMES"]
+           "ltdl", "ltdl_solve", "ltdl_unpack", "compensation_into", "dof_indices", "FEXT_FRAMES"]

@@ -10,6 +10,7 @@ from numba import get_num_threads
 
 from .algorithms.aba import aba_batch_k, aba_fext_k, aba_k
 from .algorithms.common import BAD_FEXT, BAD_Q, BAD_QUAT, BAD_V, OK, SINGULAR
+from .algorithms.compensation import BAD_RESULT, compensation_k
 from .algorithms.coriolis import coriolis_k
 from .algorithms.crba import crba_batch_k, crba_k
 from .algorithms.forward_dynamics import forward_dynamics_batch_k, forward_dynamics_fext_k, forward_dynamics_k
@@ -71,6 +72,8 @@ def _check(status, third="a", index=None):
     where = "" if index is None else f" (batch row {index})"
     if status == BAD_QUAT:
         raise ValueError(f"q{where}: a free-flyer quaternion (qx qy qz qw) has zero norm")
+    if status == BAD_RESULT:
+        raise ValueError(f"the result is not finite{where} (extreme values in q or v?)")
     if status == SINGULAR:
         raise ValueError(f"the joint-space inertia matrix is singular at this q{where}: "
                          "some joint moves no mass (massless leaf link?)")
@@ -216,6 +219,54 @@ def crba(model, q):
     crba_batch_k(model.md, q, H, status, get_num_threads())
     _check_batch(status)
     return H
+
+
+def _out(x, size, name):
+    """``x`` as a writable, C-contiguous float64 array of ``size`` elements, flat (a view)."""
+    if not (type(x) is np.ndarray and x.dtype is _F8 and x.flags.c_contiguous and x.flags.writeable
+            and x.size == size):
+        raise ValueError(f"{name}: expected a writable C-contiguous float64 numpy array of {size} "
+                         f"elements, got {_describe(x)}")
+    return x.reshape(size)
+
+
+def dof_indices(model, dofs=None):
+    """``dofs`` (velocity indices, None: all in model order) checked, as an int64 array."""
+    if dofs is None:
+        return np.arange(model.nv, dtype=np.int64)
+    arr = np.asarray(dofs)
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+        raise ValueError(f"dofs: expected a 1-D sequence of velocity indices, got {_describe(dofs)}")
+    arr = arr.astype(np.int64)
+    bad = np.flatnonzero((arr < 0) | (arr >= model.nv))
+    if bad.size:
+        raise ValueError(f"dofs[{int(bad[0])}] = {int(arr[bad[0]])} is not a velocity index "
+                         f"(0..{model.nv - 1})")
+    return arr
+
+
+def compensation_into(model, q, v, dofs, g, b=None, H=None):
+    """g(q), and optionally the bias b(q, v) = C(q, v) v + g(q) and H(q), restricted
+    to and ordered by the velocity indices ``dofs`` (an int64 array from
+    :func:`dof_indices`), written into preallocated float64 arrays: ``g`` and
+    ``b`` of len(dofs) elements, ``H`` of len(dofs)**2 (flat or square,
+    row-major).  One compiled call for a control loop; single states only.
+    ``b`` / ``H`` None: not computed.  Raises ValueError for non-finite q or
+    v, or a non-finite result (the outputs are then not to be used)."""
+    q = q if _plain(q, model._sq) else _vec(q, model.nq, "q")
+    v = v if _plain(v, model._sv) else _vec(v, model.nv, "v")
+    if q.ndim != 1 or v.ndim != 1:
+        raise ValueError("compensation_into: single states only (q and v 1-D)")
+    if not (dofs.__class__ is _ND and dofs.dtype == np.int64 and dofs.ndim == 1):
+        raise ValueError(f"dofs: expected an int64 array (see dof_indices), got {_describe(dofs)}")
+    m = dofs.shape[0]
+    g = _out(g, m, "g")
+    bb = g if b is None else _out(b, m, "b")
+    hh = g if H is None else _out(H, m * m, "H")
+    st = compensation_k(model.md, model.workspace(), q, v, dofs, b is not None, H is not None,
+                        g, bb, hh)
+    if st:
+        _check(st, "v")
 
 
 def coriolis_matrix(model, q, v):

@@ -449,16 +449,14 @@ class DynamicsNode:
         bias, inertia = self.publish_bias, self.publish_inertia
         t1 = time.perf_counter()
         try:
-            ok = rt.compute(bias, inertia)
-        except ValueError as e:  # core rejected the state: never publish it
-            ok = False
-            detail = str(e)
-        else:
-            detail = "non-finite result"
+            rt.compute(bias, inertia)
+            failed = None
+        except ValueError as e:  # non-finite state or result: never publish it
+            failed = str(e)
         t2 = time.perf_counter()
-        if not ok:
+        if failed is not None:
             st.drop("compute_failed")
-            text = f"dynamics not published: {detail}"
+            text = f"dynamics not published: {failed}"
             st.error(text)
             self.log.error(text, throttle_duration_sec=2.0)
             return

@@ -231,18 +231,11 @@ class Runtime:
                 self.stamp[i] = old.stamp[j]
 
     # ------------------------------------------------------------ compute
-    def compute(self, bias: bool, inertia: bool) -> bool:
-        """Fill g (and b, H) for the current state in output order. False if not finite."""
-        model, q = self.model, self.q
-        np.take(rbd.gravity(model, q), self.out_v, out=self.g)
-        ok = np.isfinite(self.g).all()
-        if bias:
-            np.take(rbd.bias(model, q, self.v), self.out_v, out=self.b)
-            ok = ok and np.isfinite(self.b).all()
-        if inertia:
-            np.take(rbd.crba(model, q), self.h_take, out=self.h)
-            ok = ok and np.isfinite(self.h).all()
-        return bool(ok)
+    def compute(self, bias: bool, inertia: bool) -> None:
+        """Fill g (and b, H) for the current state in output order, in one core call.
+        Raises ValueError (nothing to publish) if the state or a result is not finite."""
+        rbd.compensation_into(self.model, self.q, self.v, self.out_v, self.g,
+                              self.b if bias else None, self.h if inertia else None)
 
     def warm_up(self) -> None:
         """Run every kernel once (numba compilation happens here, not on the first message)."""
@@ -252,6 +245,10 @@ class Runtime:
         rbd.gravity(model, q)
         rbd.bias(model, q, z)
         rbd.crba(model, q)
+        g = np.empty(self.nout)
+        rbd.compensation_into(model, q, z, self.out_v, g, np.empty(self.nout),
+                              np.empty(self.nout * self.nout))
+        rbd.compensation_into(model, q, z, self.out_v, g)
         rbd.rnea(model, q, z, z)
         rbd.forward_dynamics(model, q, z, z)
         qb, zb = np.tile(q, (2, 1)), np.zeros((2, model.nv))

@@ -1,0 +1,57 @@
+"""Gravity, bias and joint-space inertia for a control loop, in one compiled call.
+
+    g = RNEA(q, 0, 0)           gravity torques
+    b = RNEA(q, qd, 0)          bias torques C(q, qd) qd + g(q)
+    H = CRBA(q)                 joint-space inertia
+then gathered into the caller's order of velocity indices ``dofs``:
+
+    g_out[k] = g[dofs[k]],  b_out[k] = b[dofs[k]],  H_out[k*m + l] = H[dofs[k], dofs[l]]
+
+(H_out flat, row-major, m = len(dofs)).  Saves the Python round trips of
+three calls, their reordering and finiteness checks (~20 us per message in
+the ROS node for a 7-dof arm).
+"""
+import numpy as np
+from numba import njit
+
+from ..spatial import JIT
+from .common import OK, all_finite
+from .crba import crba_into
+from .rnea import rnea_into
+
+BAD_RESULT = 7
+
+
+@njit(**JIT)
+def compensation_k(md, ws, q, v, dofs, want_b, want_h, g_out, b_out, h_out):
+    nv = v.shape[0]
+    m = dofs.shape[0]
+    tmp = np.empty(nv)
+    nofext = ws[:0].reshape((0, 6))
+    st = rnea_into(md, ws, q, q, q, nofext, False, False, False, tmp)
+    if st != OK:
+        return st
+    for k in range(m):
+        g_out[k] = tmp[dofs[k]]
+    if not all_finite(g_out):
+        return BAD_RESULT
+    if want_b:
+        st = rnea_into(md, ws, q, v, v, nofext, False, True, False, tmp)
+        if st != OK:
+            return st
+        for k in range(m):
+            b_out[k] = tmp[dofs[k]]
+        if not all_finite(b_out):
+            return BAD_RESULT
+    if want_h:
+        H = np.empty((nv, nv))
+        st = crba_into(md, ws, q, H)
+        if st != OK:
+            return st
+        for k in range(m):
+            dk = dofs[k]
+            for l in range(m):
+                h_out[k * m + l] = H[dk, dofs[l]]
+        if not all_finite(h_out):
+            return BAD_RESULT
+    return OK
