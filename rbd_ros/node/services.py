@@ -10,6 +10,7 @@ import array
 import math
 
 import numpy as np
+from geometry_msgs.msg import Accel, Wrench
 
 import rbd_ros.core as rbd
 
@@ -58,8 +59,7 @@ def _wrenches(rt, links, wrenches, frame: str):
         if i is None:
             raise BadRequest(f"wrench_links[{k}]: unknown link {ln!r}; the model's links are "
                              f"{list(rt.link_index)[:40]}")
-        f_ext[i] += _finite((w.force.x, w.force.y, w.force.z, w.torque.x, w.torque.y, w.torque.z),
-                            f"wrenches[{k}]")
+        f_ext[i] += _wrench6(w, f"wrenches[{k}]")
     return f_ext, frame_l
 
 
@@ -131,9 +131,7 @@ def inverse_dynamics(rt, req, resp):
     resp.name = list(req.name)
     resp.effort = array.array("d", out.tobytes())
     if rt.floating:
-        w = resp.base_wrench
-        w.force.x, w.force.y, w.force.z = (float(x) for x in tau[0:3])
-        w.torque.x, w.torque.y, w.torque.z = (float(x) for x in tau[3:6])
+        resp.base_wrench = _six_to(Wrench, tau[0:6].tolist())
     return _ok(resp)
 
 
@@ -146,9 +144,7 @@ def forward_dynamics(rt, req, resp):
         if rt.floating:
             q[0:7] = _base_q(req.base_pose)
             v[0:6] = _twist(req.base_velocity, "base_velocity")
-            w = req.base_wrench
-            tau[0:6] = _finite((w.force.x, w.force.y, w.force.z, w.torque.x, w.torque.y,
-                                w.torque.z), "base_wrench")
+            tau[0:6] = _wrench6(req.base_wrench, "base_wrench")
         qdd = rbd.forward_dynamics(rt.model, q, v, tau, f_ext=f_ext, f_ext_frame=frame)
     except (BadRequest, ValueError) as e:
         return _fail(resp, str(e))
@@ -157,17 +153,43 @@ def forward_dynamics(rt, req, resp):
     resp.name = list(req.name)
     resp.acceleration = array.array("d", np.ascontiguousarray(qdd[rt.dof_v[idx]]).tobytes())
     if rt.floating:
-        acc = resp.base_acceleration
-        acc.linear.x, acc.linear.y, acc.linear.z = (float(x) for x in qdd[0:3])
-        acc.angular.x, acc.angular.y, acc.angular.z = (float(x) for x in qdd[3:6])
+        resp.base_acceleration = _six_to(Accel, qdd[0:6].tolist())
     return _ok(resp)
 
 
+def _per_point(values, npts: int, field: str, required: bool):
+    """A per-point base field: None if empty and optional, else one entry per point."""
+    if len(values) == 0 and not required:
+        return None
+    if len(values) != npts:
+        expect = f"{npts} (one per trajectory point)" + ("" if required else " or 0 (all zero)")
+        why = " for a floating-base model" if required else ""
+        raise BadRequest(f"{field} has {len(values)} entries, expected {expect}{why}")
+    return values
+
+
+def _wrench6(w, field: str):
+    return _finite((w.force.x, w.force.y, w.force.z, w.torque.x, w.torque.y, w.torque.z), field)
+
+
+def _base_trajectory(req, npts, Q, V, X, third: str, third_fn):
+    """Floating base: base_poses / base_velocities / <third> (per point) into Q, V, X."""
+    poses = _per_point(req.base_poses, npts, "base_poses", True)
+    for i, pose in enumerate(poses):
+        try:
+            Q[i, 0:7] = _base_q(pose)
+        except BadRequest as e:
+            raise BadRequest(f"base_poses[{i}]: {e}") from None
+    for field, dst, fn in (("base_velocities", V, _twist), (third, X, third_fn)):
+        vals = _per_point(getattr(req, field), npts, field, False)
+        if vals is not None:
+            for i, x in enumerate(vals):
+                dst[i, 0:6] = fn(x, f"{field}[{i}]")
+
+
 def _trajectory_arrays(rt, traj, second: str, third: str):
-    """JointTrajectory -> (idx, Q, V, X) in model order; X from points[i].<third>."""
-    if rt.floating:
-        raise BadRequest("trajectory services need a fixed-base model (floating_base is true); "
-                         "call the single-state service per point with base_pose instead")
+    """JointTrajectory -> (idx, Q, V, X) in model order; X from points[i].<third>.
+    A floating base stays at the neutral pose, at rest (see _base_trajectory)."""
     idx, err = rt.map_names(traj.joint_names, "trajectory.joint_names")
     if err:
         raise BadRequest(err)
@@ -225,13 +247,17 @@ def _fill_points(points, field: str, values: np.ndarray):
         setattr(pt, field, array.array("d", row.tobytes()))
 
 
-def _trajectory(rt, req, resp, fn, third: str, result: str, what: str):
+def _trajectory(rt, req, resp, fn, third: str, result: str, what: str, base_in, base_out):
     """Shared body of the trajectory services: ``fn`` over every point, the
-    result written into each point's ``result`` field."""
+    result written into each point's ``result`` field.  Floating base:
+    ``base_in`` = (request field, converter) of the third base quantity,
+    ``base_out`` = (response field, message type) of the base result."""
     if rt is None:
         return _fail(resp, NO_MODEL)
     try:
         idx, Q, V, X = _trajectory_arrays(rt, req.trajectory, "velocities", third)
+        if rt.floating:
+            _base_trajectory(req, Q.shape[0], Q, V, X, *base_in)
         f_ext, frame = _wrenches(rt, req.wrench_links, req.wrenches, req.wrench_frame)
         res = _batched(fn, rt, Q, V, X, f_ext, frame)
     except (BadRequest, ValueError) as e:
@@ -240,14 +266,29 @@ def _trajectory(rt, req, resp, fn, third: str, result: str, what: str):
     bad = np.argwhere(~np.isfinite(out))
     if bad.size:
         return _fail(resp, f"the computed {what} of point {int(bad[0][0])} is not finite")
+    if rt.floating and not np.isfinite(res[:, 0:6]).all():
+        return _fail(resp, f"the computed base {what} is not finite")
     _fill_points(req.trajectory.points, result, out)
     resp.trajectory = req.trajectory
+    if rt.floating:
+        field, msg_type = base_out
+        setattr(resp, field, [_six_to(msg_type, row) for row in res[:, 0:6].tolist()])
     return _ok(resp, f"ok: {out.shape[0]} points")
 
 
+def _six_to(msg_type, row):
+    """[linear; angular] (or [force; torque]) -> a geometry_msgs Accel or Wrench."""
+    m = msg_type()
+    a, b = (m.linear, m.angular) if msg_type is Accel else (m.force, m.torque)
+    a.x, a.y, a.z, b.x, b.y, b.z = row
+    return m
+
+
 def inverse_dynamics_trajectory(rt, req, resp):
-    return _trajectory(rt, req, resp, rbd.rnea, "accelerations", "effort", "effort")
+    return _trajectory(rt, req, resp, rbd.rnea, "accelerations", "effort", "effort",
+                       ("base_accelerations", _twist), ("base_wrenches", Wrench))
 
 
 def forward_dynamics_trajectory(rt, req, resp):
-    return _trajectory(rt, req, resp, rbd.forward_dynamics, "effort", "accelerations", "acceleration")
+    return _trajectory(rt, req, resp, rbd.forward_dynamics, "effort", "accelerations", "acceleration",
+                       ("base_wrenches", _wrench6), ("base_accelerations", Accel))
