@@ -52,7 +52,11 @@ def children(pid):
         return []
 
 
-def start_node(ns, reliable, executor, extra):
+def start_node(ns, reliable, executor, extra, kind):
+    if kind == "bare":
+        cmd = [sys.executable, os.path.join(ROOT, "bench", "bare_node.py"), "--ros-args",
+               "-r", f"__ns:=/{ns}", "-p", f"joint_states_reliable:={str(reliable).lower()}",
+               "-p", f"control_executor:={executor}"]
     params = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
     params.write("/**/rbd_dynamics:\n  ros__parameters:\n"
                  "    urdf_file: rbd_arm7\n"
@@ -62,16 +66,17 @@ def start_node(ns, reliable, executor, extra):
     params.close()
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     log = open(os.path.join(tempfile.gettempdir(), f"rbd_bench_{ns}.log"), "w")
-    proc = subprocess.Popen([sys.executable, "-m", "rbd_ros.node", "--ros-args",
-                             "-r", f"__ns:=/{ns}", "--params-file", params.name],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    if kind != "bare":
+        cmd = [sys.executable, "-m", "rbd_ros.node", "--ros-args",
+               "-r", f"__ns:=/{ns}", "--params-file", params.name]
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     return proc, log.name
 
 
-def run_mode(node, mode, seconds, rate, executor, extra, subscribe_all):
+def run_mode(node, mode, seconds, rate, executor, extra, subscribe_all, kind):
     reliable = mode == "reliable"
-    ns = f"bench{os.getpid()}_{mode}"
-    proc, logname = start_node(ns, reliable, executor, extra)
+    ns = f"bench{os.getpid()}_{kind}_{mode}"
+    proc, logname = start_node(ns, reliable, executor, extra, kind)
     diag = {}
 
     def on_diag(arr):
@@ -132,7 +137,7 @@ def run_mode(node, mode, seconds, rate, executor, extra, subscribe_all):
     node.destroy_subscription(probe)
     # the service worker compiles its kernels at start: wait until it is ready, so that
     # the measurement sees the node in its steady state
-    while not diag.get("services", "").startswith(("on", "off")):
+    while kind != "bare" and not diag.get("services", "").startswith(("on", "off")):
         if time.monotonic() > t_end:
             raise RuntimeError(f"services never became ready; see {logname}")
         publish_one(k)
@@ -179,7 +184,7 @@ def run_mode(node, mode, seconds, rate, executor, extra, subscribe_all):
         proc.kill()
     with lock:
         a = np.array(lat) * 1e3
-    return {"mode": mode, "sent": sent, "received": len(a), "rate": sent / wall,
+    return {"node": kind, "mode": mode, "sent": sent, "received": len(a), "rate": sent / wall,
             "p50": np.percentile(a, 50), "p95": np.percentile(a, 95),
             "p99": np.percentile(a, 99), "max": a.max(), "over1ms": float(np.mean(a > 1.0) * 100),
             "cpu": cpu, "diag": dict(diag)}
@@ -196,7 +201,15 @@ def main():
                          "five messages per input; it skips topics without subscribers)")
     ap.add_argument("--param", action="append", default=[],
                     help="extra node parameter NAME=VALUE (repeatable)")
+    ap.add_argument("--nodes", default="rbd_ros,bare",
+                    help="which nodes to measure, in turn per QoS: rbd_ros (the dynamics node) "
+                         "and/or bare (bench/bare_node.py: one rclpy node, one executor, "
+                         "gravity only -- the floor rclpy and Fast DDS set on this machine)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="measure every (QoS, node) pair this many times, interleaved; the "
+                         "summary gives the median p50/p99 per pair (runs on a shared VM vary)")
     args = ap.parse_args()
+    kinds = args.nodes.split(",")
     rclpy.init()
     node = rclpy.create_node("rbd_latency_bench")
     ex = SingleThreadedExecutor()
@@ -211,11 +224,13 @@ def main():
     th.start()
     rows = []
     try:
-        for mode in args.modes.split(","):
-            r = run_mode(node, mode, args.seconds, args.rate, args.executor, args.param,
-                         args.subscribe_all)
-            rows.append(r)
-            print(f"{mode}: done", file=sys.stderr)
+        for rep in range(args.repeat):
+            for mode in args.modes.split(","):
+                for kind in kinds:
+                    r = run_mode(node, mode, args.seconds, args.rate, args.executor, args.param,
+                                 args.subscribe_all, kind)
+                    rows.append(r)
+                    print(f"{kind} {mode} (run {rep + 1}/{args.repeat}): done", file=sys.stderr)
     finally:
         stop.set()
         th.join()
@@ -225,10 +240,12 @@ def main():
           f"{args.executor}, {os.cpu_count()} CPUs, outputs subscribed: "
           f"{'all five' if args.subscribe_all else 'gravity_torques_state only'} "
           f"{' '.join(args.param)}\n")
-    print("| joint_states QoS | sent | received (drops) | p50 ms | p95 ms | p99 ms | max ms "
+    print("| node | joint_states QoS | sent | received (drops) | p50 ms | p95 ms | p99 ms | max ms "
           "| > 1 ms | CPU node | CPU worker | CPU bench |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
+        if r["node"] == "bare":
+            continue
         d = r["diag"]
         print(f"node-side {r['mode']}: callback p50/p99 {d.get('callback_time_p50_us')}/"
               f"{d.get('callback_time_p99_us')} us, dynamics p50/p99 {d.get('compute_time_p50_us')}/"
@@ -236,12 +253,29 @@ def main():
               f"{d.get('publish_time_p99_us')} us (last 4096 messages)", file=sys.stderr)
     for r in rows:
         c = r["cpu"]
-        print(f"| {r['mode'].replace('_', ' ')}{' depth 10' if r['mode'] == 'reliable' else ' depth 5'} "
+        print(f"| {r['node']} | {r['mode'].replace('_', ' ')}{' depth 10' if r['mode'] == 'reliable' else ' depth 5'} "
               f"| {r['sent']} | {r['received']} ({r['sent'] - r['received']}) "
               f"| {r['p50']:.3f} | {r['p95']:.3f} | {r['p99']:.3f} | {r['max']:.2f} "
               f"| {r['over1ms']:.2f} % | {c['node']:.0f} % | {c.get('service worker', float('nan')):.0f} % "
               f"| {c['bench']:.0f} % |")
-
+    print(f"\nmedian over {args.repeat} run(s) per row:\n")
+    print("| node | joint_states QoS | runs | received / sent | p50 ms | p99 ms | max ms |")
+    print("|---|---|---|---|---|---|---|")
+    med = {}
+    for mode in args.modes.split(","):
+        for kind in kinds:
+            rs = [r for r in rows if r["node"] == kind and r["mode"] == mode]
+            if not rs:
+                continue
+            med[kind, mode] = m = {k: float(np.median([r[k] for r in rs])) for k in ("p50", "p99")}
+            print(f"| {kind} | {mode.replace('_', ' ')} | {len(rs)} | "
+                  f"{sum(r['received'] for r in rs)} / {sum(r['sent'] for r in rs)} | "
+                  f"{m['p50']:.3f} | {m['p99']:.3f} | {max(r['max'] for r in rs):.2f} |")
+    for mode in args.modes.split(","):
+        a, b = med.get(("rbd_ros", mode)), med.get(("bare", mode))
+        if a and b:
+            print(f"\n{mode}: rbd_ros / bare rclpy node (medians): p50 {a['p50'] / b['p50']:.2f}, "
+                  f"p99 {a['p99'] / b['p99']:.2f}")
 
 if __name__ == "__main__":
     main()
