@@ -98,8 +98,10 @@ def _set(client, node, name, value, ptype):
 def test_gravity_and_joints_parameters_at_run_time_and_in_process_services(client):
     ns = unique_ns("par")
     tilt = [0.0, float(-9.81 * np.sin(0.3)), float(-9.81 * np.cos(0.3))]
+    # also the non-default control executor (SingleThreadedExecutor), end to end
     node = NodeProcess(ns, {"urdf_file": "rbd_arm7", "gravity": tilt, "service_process": False,
-                            "publish_inertia": False, "max_state_age": 1.0})
+                            "publish_inertia": False, "max_state_age": 1.0,
+                            "control_executor": "single"})
     try:
         urdf = read_arm_urdf()
         rec = client.record(JointState, node.topic("gravity_torques_state"))

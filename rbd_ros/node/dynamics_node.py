@@ -4,8 +4,8 @@ Threads and executors
 ---------------------
 * control path: a small node ``<name>_control`` that holds only the
   ``joint_states`` subscription, spun by its own executor in the main thread
-  (SingleThreadedExecutor, or rclpy's EventsExecutor with
-  ``control_executor: events``).  Its callback merges the state, calls
+  (rclpy's EventsExecutor by default, or a SingleThreadedExecutor with
+  ``control_executor: single``).  Its callback merges the state, calls
   rbd_ros.core and publishes preallocated messages.
 * background: the main node ``<name>`` (parameters, ``robot_description``,
   services, ``/diagnostics``), spun by a SingleThreadedExecutor in a second
@@ -18,6 +18,7 @@ rclpy (publishers need no executor).
 """
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
@@ -59,6 +60,11 @@ SRV_ID = "~/inverse_dynamics"
 SRV_ID_TRAJ = "~/inverse_dynamics_trajectory"
 SRV_FD = "~/forward_dynamics"
 SRV_FD_TRAJ = "~/forward_dynamics_trajectory"
+
+# Executors wake on work and on shutdown; this timeout only bounds an idle wait.  Each
+# empty spin_once of the main node is ~190 us of Python holding the GIL, which the
+# control thread then waits for: at 10 Hz (0.1 s) that delayed ~1 % of the messages.
+IDLE_WAKE_S = 1.0
 
 STRUCTURAL = ("robot_description", "urdf_file", "joints", "gravity", "floating_base", "mimic")
 
@@ -125,9 +131,10 @@ PARAMETERS = [
         "participant): long trajectory requests then never stall the torque stream. false: "
         "serve them from the background thread of this process.",
         ParameterType.PARAMETER_BOOL, read_only=True)),
-    ("control_executor", "single", _desc(
-        "Executor of the control path: 'single' (rclpy SingleThreadedExecutor) or 'events' "
-        "(rclpy.experimental.EventsExecutor).", ParameterType.PARAMETER_STRING, read_only=True)),
+    ("control_executor", "events", _desc(
+        "Executor of the control path: 'events' (rclpy.experimental.EventsExecutor, in a "
+        "spin_once loop; falls back to 'single' where rclpy lacks it) or 'single' (rclpy "
+        "SingleThreadedExecutor).", ParameterType.PARAMETER_STRING, read_only=True)),
 ]
 
 
@@ -160,6 +167,16 @@ def create_dynamics_services(node, base_name: str, get_runtime, log):
 
         services.append(node.create_service(srv_type, name, callback))
     return services
+
+
+def freeze_heap():
+    """Collect once, then move every object alive now (numba, llvmlite, rclpy, the model:
+    ~120 000 objects) out of the cyclic garbage collector's reach (gc.freeze).  A full
+    collection over them took 50-135 ms here and stalls the control path long enough to
+    overflow a depth-10 joint_states queue at 1 kHz; afterwards it only scans what was
+    allocated since.  Objects created later (new models) are collected as usual."""
+    gc.collect()
+    gc.freeze()
 
 
 def _short(names, n=10):
@@ -242,9 +259,9 @@ class DynamicsNode:
         self._last_publish = -math.inf
         self.control_executor_kind = p["control_executor"]
         if self.control_executor_kind not in ("single", "events"):
-            self.log.error(f"parameter control_executor: expected 'single' or 'events', got "
-                           f"{self.control_executor_kind!r}; using 'single'")
-            self.control_executor_kind = "single"
+            self.log.error(f"parameter control_executor: expected 'events' or 'single', got "
+                           f"{self.control_executor_kind!r}; using 'events'")
+            self.control_executor_kind = "events"
 
         n = self.node
         self.pub_g = n.create_publisher(Float64MultiArray, TOPIC_GRAVITY, QOS_OUTPUT)
@@ -661,6 +678,7 @@ class DynamicsNode:
         """Spin the background executor in a thread and the control path here until shutdown."""
         if switch_interval:
             sys.setswitchinterval(switch_interval)
+        freeze_heap()
         bg = SingleThreadedExecutor(context=self.context)
         bg.add_node(self.node)
         self.bg_executor = bg
@@ -669,28 +687,32 @@ class DynamicsNode:
         bg_thread.start()
         ctx = self.context or rclpy.get_default_context()
         try:
-            if self.control_executor_kind == "events":
-                from rclpy.experimental import EventsExecutor
-                ex = EventsExecutor(context=self.context)
-                ex.add_node(self.control)
-                while ctx.ok():
-                    ex.spin_once(timeout_sec=0.1)
-            else:
-                ex = SingleThreadedExecutor(context=self.context)
-                ex.add_node(self.control)
-                while ctx.ok():
-                    ex.spin_once(timeout_sec=0.1)
+            ex = self._control_executor()
+            ex.add_node(self.control)
+            while ctx.ok():
+                ex.spin_once(timeout_sec=IDLE_WAKE_S)
         except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
             pass
         finally:
             bg.shutdown(timeout_sec=1.0)
+
+    def _control_executor(self):
+        if self.control_executor_kind == "events":
+            try:
+                from rclpy.experimental import EventsExecutor
+                return EventsExecutor(context=self.context)
+            except ImportError as e:  # rclpy before Jazzy
+                self.log.warning(f"control_executor: events is not available in this rclpy ({e}); "
+                                 "using single")
+                self.control_executor_kind = "single"
+        return SingleThreadedExecutor(context=self.context)
 
     def _spin_background(self, ex):
         ctx = self.context or rclpy.get_default_context()
         self._limit_numba_threads()
         while ctx.ok():
             try:
-                ex.spin_once(timeout_sec=0.1)
+                ex.spin_once(timeout_sec=IDLE_WAKE_S)
             except (rclpy.executors.ExternalShutdownException, KeyboardInterrupt):
                 return
             except Exception as e:  # a failing callback must not stop services/diagnostics

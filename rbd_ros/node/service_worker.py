@@ -41,7 +41,7 @@ def main(argv=None):
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
     from rbd_ros.node import runtime as rtm
-    from rbd_ros.node.dynamics_node import create_dynamics_services
+    from rbd_ros.node.dynamics_node import create_dynamics_services, freeze_heap
 
     if threads > 0:
         numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
@@ -66,6 +66,7 @@ def main(argv=None):
         _report(event="model", ok=True, name=rt.model.name, dof=rt.ndof)
 
     stop = threading.Event()
+    wake = node.create_guard_condition(lambda: None)  # wakes the executor when stop is set
 
     def read_models():
         try:
@@ -78,6 +79,7 @@ def main(argv=None):
             guard.daemon = True
             guard.start()
             stop.set()
+            wake.trigger()
 
     if expect_model:  # the node has a model already: no service before it is loaded here
         line = sys.stdin.readline()
@@ -88,10 +90,11 @@ def main(argv=None):
     threading.Thread(target=read_models, daemon=True, name="model_reader").start()
     ex = SingleThreadedExecutor()
     ex.add_node(node)
+    freeze_heap()
     _report(event="ready")
     try:
         while rclpy.ok() and not stop.is_set():
-            ex.spin_once(timeout_sec=0.1)
+            ex.spin_once(timeout_sec=1.0)  # idle bound only: work and ``wake`` end the wait
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
