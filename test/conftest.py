@@ -6,3 +6,16 @@ os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ.setdefault("RBD_TEST_DOMAIN_ID", str(1 + os.getpid() % 100))
 os.environ["ROS_DOMAIN_ID"] = os.environ["RBD_TEST_DOMAIN_ID"]
 os.environ.pop("ROS_LOCALHOST_ONLY", None)
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A real rclpy client node (own context, spun in a thread) for the node tests.
+    Imported here, not at the top: the core tests must run without ROS installed."""
+    from ros_harness import Client
+    c = Client()
+    yield c
+    c.close()

@@ -15,20 +15,13 @@ from rcl_interfaces.srv import DescribeParameters, GetParameters, SetParameters
 
 import rbd_ros.core as rbd
 from rbd_ros_interfaces.srv import InverseDynamics
-from ros_harness import (ARM_JOINTS, ROOT, Client, DiagnosticArray, JointState, NodeProcess,
+from ros_harness import (ARM_JOINTS, ROOT, DiagnosticArray, JointState, NodeProcess,
                          diagnostics_of, joint_state, publish_until, read_arm_urdf, unique_ns,
                          wait_for)
 
 CONFIG = os.path.join(ROOT, "config", "dynamics.yaml")
 LAUNCH = os.path.join(ROOT, "launch", "dynamics.launch.py")
 TOL = 1e-9
-
-
-@pytest.fixture(scope="module")
-def client():
-    c = Client()
-    yield c
-    c.close()
 
 
 def config_params():

@@ -11,7 +11,7 @@ from core_util import random_tree_urdf
 from oracle import robot_urdf
 from rbd_ros_interfaces.srv import (ForwardDynamics, ForwardDynamicsTrajectory, InverseDynamics,
                                     InverseDynamicsTrajectory)
-from ros_harness import (Client, Float64MultiArray, JointState, NodeProcess, array_of,
+from ros_harness import (Float64MultiArray, JointState, NodeProcess, array_of,
                          joint_state, publish_until, unique_ns, wait_for)
 
 TOL = 1e-9
@@ -20,13 +20,6 @@ TOL = 1e-9
 def close(a, b):
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     return a.shape == b.shape and np.max(np.abs(a - b)) <= TOL * max(1.0, np.max(np.abs(b)))
-
-
-@pytest.fixture(scope="module")
-def client():
-    c = Client()
-    yield c
-    c.close()
 
 
 # ------------------------------------------------------------------ floating base

@@ -15,19 +15,12 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 import rbd_ros.core as rbd
 from rbd_ros_interfaces.srv import (ForwardDynamics, ForwardDynamicsTrajectory, InverseDynamics,
                                     InverseDynamicsTrajectory)
-from ros_harness import (ARM_JOINTS, ROOT, Client, JointState, NodeProcess, joint_state,
+from ros_harness import (ARM_JOINTS, ROOT, JointState, NodeProcess, joint_state,
                          publish_until, read_arm_urdf, stamp_key, unique_ns)
 
 TOL = 1e-9
 PERM = [4, 0, 6, 2, 1, 5, 3]  # request order != model order
 NAMES = [ARM_JOINTS[i] for i in PERM]
-
-
-@pytest.fixture(scope="module")
-def client():
-    c = Client()
-    yield c
-    c.close()
 
 
 @pytest.fixture(scope="module")

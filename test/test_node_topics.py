@@ -5,18 +5,11 @@ import numpy as np
 import pytest
 
 import rbd_ros.core as rbd
-from ros_harness import (ARM_JOINTS, Client, DiagnosticArray, Float64MultiArray, JointState,
+from ros_harness import (ARM_JOINTS, DiagnosticArray, Float64MultiArray, JointState,
                          NodeProcess, array_of, diagnostics_of, joint_state, next_stamp,
                          publish_until, read_arm_urdf, stamp_key, unique_ns, wait_for)
 
 TOL = 1e-9
-
-
-@pytest.fixture(scope="module")
-def client():
-    c = Client()
-    yield c
-    c.close()
 
 
 def outputs(client, node):
