@@ -12,6 +12,7 @@ import math
 import os
 
 import numpy as np
+from numba import njit
 
 import rbd_ros.core as rbd
 
@@ -22,6 +23,38 @@ FREE_FLYER = "root_joint"
 DROP_SIZE = "size_mismatch"
 DROP_NONFINITE = "non_finite"
 DROP_DUPLICATE = "duplicate_names"
+
+
+@njit(cache=True, nogil=True)
+def _merge_k(pos, vel, has_vel, src, dst, dst_q, dst_v, q, v, stamp, now):
+    """Copy pos[src] (and vel[src], or zeros) into q / v at dst_q / dst_v and stamp the
+    DOFs dst with ``now`` -- only if every copied value is finite.  Returns (code,
+    oldest stamp of all DOFs): code -1 merged; k >= 0 position src[k] is not finite;
+    -(k + 2) velocity src[k] is not finite (nothing written then)."""
+    m = src.shape[0]
+    for k in range(m):
+        if not np.isfinite(pos[src[k]]):
+            return k, -np.inf
+    if has_vel:
+        for k in range(m):
+            if not np.isfinite(vel[src[k]]):
+                return -(k + 2), -np.inf
+    for k in range(m):
+        q[dst_q[k]] = pos[src[k]]
+        v[dst_v[k]] = vel[src[k]] if has_vel else 0.0
+        stamp[dst[k]] = now
+    oldest = np.inf
+    for i in range(stamp.shape[0]):
+        if stamp[i] < oldest:
+            oldest = stamp[i]
+    return -1, oldest
+
+
+def _f64(x) -> np.ndarray:
+    """A JointState array field as float64 numpy (a view of rclpy's array.array)."""
+    if isinstance(x, array.array) and x.typecode == "d":
+        return np.frombuffer(x, dtype=np.float64)
+    return np.asarray(x, dtype=np.float64).reshape(-1)
 
 
 def bundled_robot_path(name: str) -> str:
@@ -110,6 +143,7 @@ class Runtime:
         self.q = np.array(model.neutral(), dtype=np.float64)
         self.v = np.zeros(nv)
         self.stamp = np.full(self.ndof, -math.inf)  # monotonic receive time per DOF
+        self.oldest = -math.inf                      # min(stamp) after the last update()
         self._name_cache: dict = {}
         self.warned_no_velocity: set = set()
         self.warned_unknown: set = set()
@@ -163,7 +197,8 @@ class Runtime:
                     continue
                 src.append(k)
                 dst.append(i)
-            entry = (np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
+            dst = np.asarray(dst, dtype=np.int64)
+            entry = (np.asarray(src, dtype=np.int64), dst, self.dof_q[dst], self.dof_v[dst],
                      tuple(unknown), dup)
             if len(self._name_cache) > 256:
                 self._name_cache.clear()
@@ -182,30 +217,28 @@ class Runtime:
         nvel = len(velocity)
         if nvel not in (0, n):
             return DROP_SIZE, f"velocity has {nvel} entries for {n} names (expected {n} or 0)"
-        src, dst, unknown, dup = self._lookup(names)
+        src, dst, dst_q, dst_v, unknown, dup = self._lookup(names)
         if dup:
             return DROP_DUPLICATE, "a joint name appears twice in one message"
         if len(src) == 0:
+            self.oldest = float(self.stamp.min())
             return "ok", unknown
-        p = np.frombuffer(position, dtype=np.float64) if isinstance(position, array.array) \
-            else np.asarray(position, dtype=np.float64)
-        pu = p[src]
-        if not np.isfinite(pu).all():
-            bad = [names[int(src[k])] for k in np.flatnonzero(~np.isfinite(pu))]
-            return DROP_NONFINITE, f"non-finite position for {bad}"
-        if nvel:
-            vv = np.frombuffer(velocity, dtype=np.float64) if isinstance(velocity, array.array) \
-                else np.asarray(velocity, dtype=np.float64)
-            vu = vv[src]
-            if not np.isfinite(vu).all():
-                bad = [names[int(src[k])] for k in np.flatnonzero(~np.isfinite(vu))]
-                return DROP_NONFINITE, f"non-finite velocity for {bad}"
-        else:
-            vu = 0.0
-        self.q[self.dof_q[dst]] = pu
-        self.v[self.dof_v[dst]] = vu
-        self.stamp[dst] = now
+        p = _f64(position)
+        vv = _f64(velocity) if nvel else p
+        code, self.oldest = _merge_k(p, vv, nvel > 0, src, dst, dst_q, dst_v, self.q, self.v,
+                                     self.stamp, now)
+        if code != -1:
+            field, x = ("position", p) if code >= 0 else ("velocity", vv)
+            bad = [names[int(k)] for k in src if not math.isfinite(x[k])]
+            return DROP_NONFINITE, f"non-finite {field} for {bad}"
         return ("ok" if nvel else "no_velocity"), unknown
+
+    def ready_after_update(self, now: float, max_age: float) -> bool:
+        """ready() from the oldest stamp the last successful update() saw (control path)."""
+        oldest = self.oldest
+        if max_age > 0:
+            return now - oldest <= max_age
+        return oldest > -math.inf
 
     def ready(self, now: float, max_age: float) -> bool:
         """Every DOF has a position, none older than max_age (<= 0: any age)."""
@@ -229,6 +262,7 @@ class Runtime:
                 self.q[self.dof_q[i]] = old.q[old.dof_q[j]]
                 self.v[self.dof_v[i]] = old.v[old.dof_v[j]]
                 self.stamp[i] = old.stamp[j]
+        self.oldest = float(self.stamp.min())
 
     # ------------------------------------------------------------ compute
     def compute(self, bias: bool, inertia: bool) -> None:
