@@ -53,20 +53,20 @@ def children(pid):
 
 
 def start_node(ns, reliable, executor, extra, kind):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    log = open(os.path.join(tempfile.gettempdir(), f"rbd_bench_{ns}.log"), "w")
     if kind == "bare":
         cmd = [sys.executable, os.path.join(ROOT, "bench", "bare_node.py"), "--ros-args",
                "-r", f"__ns:=/{ns}", "-p", f"joint_states_reliable:={str(reliable).lower()}",
                "-p", f"control_executor:={executor}"]
-    params = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
-    params.write("/**/rbd_dynamics:\n  ros__parameters:\n"
-                 "    urdf_file: rbd_arm7\n"
-                 f"    joint_states_reliable: {'true' if reliable else 'false'}\n"
-                 f"    control_executor: {executor}\n"
-                 + "".join(f"    {kv.split('=')[0]}: {kv.split('=')[1]}\n" for kv in extra))
-    params.close()
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    log = open(os.path.join(tempfile.gettempdir(), f"rbd_bench_{ns}.log"), "w")
-    if kind != "bare":
+    else:
+        params = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+        params.write("/**/rbd_dynamics:\n  ros__parameters:\n"
+                     "    urdf_file: rbd_arm7\n"
+                     f"    joint_states_reliable: {'true' if reliable else 'false'}\n"
+                     f"    control_executor: {executor}\n"
+                     + "".join(f"    {kv.split('=')[0]}: {kv.split('=')[1]}\n" for kv in extra))
+        params.close()
         cmd = [sys.executable, "-m", "rbd_ros.node", "--ros-args",
                "-r", f"__ns:=/{ns}", "--params-file", params.name]
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)

@@ -137,7 +137,6 @@ class Runtime:
         self.nout = len(self.out_names)
         self.out_v = np.asarray([self.dof_v[self.dof_index[n]] for n in self.out_names], dtype=np.int64)
         nv = model.nv
-        self.h_take = (self.out_v[:, None] * nv + self.out_v[None, :]).ravel()
 
         # merged joint state (model order); the base stays neutral and at rest
         self.q = np.array(model.neutral(), dtype=np.float64)
@@ -235,14 +234,14 @@ class Runtime:
 
     def ready_after_update(self, now: float, max_age: float) -> bool:
         """ready() from the oldest stamp the last successful update() saw (control path)."""
-        oldest = self.oldest
-        if max_age > 0:
-            return now - oldest <= max_age
-        return oldest > -math.inf
+        return self._fresh(self.oldest, now, max_age)
 
     def ready(self, now: float, max_age: float) -> bool:
         """Every DOF has a position, none older than max_age (<= 0: any age)."""
-        oldest = self.stamp.min()
+        return self._fresh(self.stamp.min(), now, max_age)
+
+    @staticmethod
+    def _fresh(oldest: float, now: float, max_age: float) -> bool:
         if max_age > 0:
             return now - oldest <= max_age
         return oldest > -math.inf
@@ -279,10 +278,8 @@ class Runtime:
         rbd.gravity(model, q)
         rbd.bias(model, q, z)
         rbd.crba(model, q)
-        g = np.empty(self.nout)
-        rbd.compensation_into(model, q, z, self.out_v, g, np.empty(self.nout),
+        rbd.compensation_into(model, q, z, self.out_v, np.empty(self.nout), np.empty(self.nout),
                               np.empty(self.nout * self.nout))
-        rbd.compensation_into(model, q, z, self.out_v, g)
         rbd.rnea(model, q, z, z)
         rbd.forward_dynamics(model, q, z, z)
         qb, zb = np.tile(q, (2, 1)), np.zeros((2, model.nv))

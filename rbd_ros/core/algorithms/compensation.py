@@ -14,12 +14,20 @@ the ROS node for a 7-dof arm).
 import numpy as np
 from numba import njit
 
-from ..spatial import JIT
+from ..spatial import INLINE, JIT
 from .common import OK, all_finite
 from .crba import crba_into
 from .rnea import rnea_into
 
 BAD_RESULT = 7
+
+
+@njit(**INLINE)
+def gather_finite(x, dofs, out):
+    """out[k] = x[dofs[k]]; True if every gathered value is finite."""
+    for k in range(dofs.shape[0]):
+        out[k] = x[dofs[k]]
+    return all_finite(out)
 
 
 @njit(**JIT)
@@ -31,17 +39,13 @@ def compensation_k(md, ws, q, v, dofs, want_b, want_h, g_out, b_out, h_out):
     st = rnea_into(md, ws, q, q, q, nofext, False, False, False, tmp)
     if st != OK:
         return st
-    for k in range(m):
-        g_out[k] = tmp[dofs[k]]
-    if not all_finite(g_out):
+    if not gather_finite(tmp, dofs, g_out):
         return BAD_RESULT
     if want_b:
         st = rnea_into(md, ws, q, v, v, nofext, False, True, False, tmp)
         if st != OK:
             return st
-        for k in range(m):
-            b_out[k] = tmp[dofs[k]]
-        if not all_finite(b_out):
+        if not gather_finite(tmp, dofs, b_out):
             return BAD_RESULT
     if want_h:
         H = np.empty((nv, nv))
