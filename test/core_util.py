@@ -84,6 +84,11 @@ def integrate(model, q, v, dt):
     return q
 
 
-def rel_err(x, ref):
-    ref = np.asarray(ref)
-    return float(np.max(np.abs(np.asarray(x) - ref)) / max(np.max(np.abs(ref)), 1e-300))
+def rel_err(got, ref) -> float:
+    """max |got - ref| / max |ref| (absolute when ref is all zeros); shapes must match."""
+    got, ref = np.asarray(got, float), np.asarray(ref, float)
+    if got.shape != ref.shape:
+        raise AssertionError(f"shape {got.shape} != reference shape {ref.shape}")
+    scale = float(np.max(np.abs(ref))) if ref.size else 0.0
+    err = float(np.max(np.abs(got - ref))) if ref.size else 0.0
+    return err / scale if scale > 0 else err

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from core_util import rel_err  # noqa: F401  (one definition for every test)
+
 # name -> (path under example-robot-data's robots/, floating_base)
 ROBOTS = {
     "panda": ("panda_description/urdf/panda.urdf", False),
@@ -435,16 +437,6 @@ class Oracle:
         Hq = r - b
         scale = max(np.max(np.abs(tau)), np.max(np.abs(b)), np.max(np.abs(Hq)))
         return r - np.asarray(tau, float), scale
-
-
-def rel_err(got, ref) -> float:
-    """max |got - ref| / max |ref| (absolute when ref is all zeros)."""
-    got, ref = np.asarray(got, float), np.asarray(ref, float)
-    if got.shape != ref.shape:
-        raise AssertionError(f"shape {got.shape} != reference shape {ref.shape}")
-    scale = float(np.max(np.abs(ref))) if ref.size else 0.0
-    err = float(np.max(np.abs(got - ref))) if ref.size else 0.0
-    return err / scale if scale > 0 else err
 
 
 def with_mimic(urdf: str, dependent: str, master: str, multiplier=None, offset=None) -> str:
