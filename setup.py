@@ -50,6 +50,8 @@ setup(
         ("share/" + package_name, ["package.xml"]),
         data_dir("launch", "*.launch.py"),
         data_dir("config", "*.yaml"),
+        # the bundled robots, where ROS users look for them (resolved through the ament index)
+        (os.path.join("share", package_name, "urdf"), glob("rbd_ros/robots/*.urdf")),
     ],
     python_requires=">=3.10",
     install_requires=["numpy>=1.24", "numba>=0.59", "urdf-parser-py>=0.0.4"],

@@ -12,23 +12,43 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
+
+
+def node_parameters(params_file: str, urdf_file: str) -> list:
+    """The node's parameter sources: the params file, then ``urdf_file`` only when the
+    launch argument was given (an empty argument must not override a ``urdf_file``
+    set in the user's params file)."""
+    params = [params_file]
+    if urdf_file:
+        params.append({"urdf_file": urdf_file})
+    return params
+
+
+def _dynamics_node(context):
+    value = lambda name: LaunchConfiguration(name).perform(context)  # noqa: E731
+    return [Node(
+        package="rbd_ros",
+        executable="dynamics_node",
+        name="rbd_dynamics",
+        namespace=value("namespace"),
+        output="screen",
+        parameters=node_parameters(value("params_file"), value("urdf_file")),
+        remappings=[("joint_states", value("joint_states_topic")),
+                    ("~/gravity_torques", value("gravity_topic"))],
+    )]
 
 
 def generate_launch_description():
     default_params = os.path.join(get_package_share_directory("rbd_ros"), "config",
                                   "dynamics.yaml")
-    urdf_file = LaunchConfiguration("urdf_file")
-    namespace = LaunchConfiguration("namespace")
-    params_file = LaunchConfiguration("params_file")
-    joint_states = LaunchConfiguration("joint_states_topic")
-    gravity_topic = LaunchConfiguration("gravity_topic")
     return LaunchDescription([
         DeclareLaunchArgument("urdf_file", default_value="",
                               description="URDF path or bundled robot name (rbd_arm7); empty: "
-                                          "use the robot_description topic"),
+                                          "robot_description / urdf_file from params_file, else "
+                                          "the robot_description topic"),
         DeclareLaunchArgument("namespace", default_value="",
                               description="namespace of the node and its topics"),
         DeclareLaunchArgument("params_file", default_value=default_params,
@@ -38,13 +58,5 @@ def generate_launch_description():
         DeclareLaunchArgument("gravity_topic", default_value="~/gravity_torques",
                               description="gravity torque output (e.g. "
                                           "/effort_controller/commands)"),
-        Node(
-            package="rbd_ros",
-            executable="dynamics_node",
-            name="rbd_dynamics",
-            namespace=namespace,
-            output="screen",
-            parameters=[params_file, {"urdf_file": urdf_file}],
-            remappings=[("joint_states", joint_states), ("~/gravity_torques", gravity_topic)],
-        ),
+        OpaqueFunction(function=_dynamics_node),
     ])

@@ -1,4 +1,7 @@
+import atexit
 import os
+import shutil
+import tempfile
 
 # Real DDS, isolated per test process: localhost discovery and a domain id of our own,
 # set before rclpy is imported anywhere (subprocess nodes inherit them).
@@ -6,6 +9,10 @@ os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ.setdefault("RBD_TEST_DOMAIN_ID", str(1 + os.getpid() % 100))
 os.environ["ROS_DOMAIN_ID"] = os.environ["RBD_TEST_DOMAIN_ID"]
 os.environ.pop("ROS_LOCALHOST_ONLY", None)
+# rcl's log files (one per node process) go to a directory of this run, removed at exit
+_LOG_DIR = tempfile.mkdtemp(prefix="rbd_ros_test_logs_")
+os.environ["ROS_LOG_DIR"] = _LOG_DIR
+atexit.register(shutil.rmtree, _LOG_DIR, True)
 
 
 import pytest  # noqa: E402

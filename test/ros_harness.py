@@ -75,9 +75,12 @@ class NodeProcess:
         env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
         env["PYTHONUNBUFFERED"] = "1"
         env["RCUTILS_COLORIZED_OUTPUT"] = "0"
+        self._final_log = None
         self.proc = subprocess.Popen(args, stdout=self.logfile, stderr=subprocess.STDOUT, env=env)
 
     def log(self) -> str:
+        if self._final_log is not None:
+            return self._final_log
         with open(self.logfile.name) as f:
             return f.read()
 
@@ -103,6 +106,11 @@ class NodeProcess:
                 self.proc.wait()
         if self.paramfile is not None and os.path.exists(self.paramfile.name):
             os.unlink(self.paramfile.name)
+        # keep the output for log() (assertion messages), leave no file behind
+        self._final_log = self.log()
+        self.logfile.close()
+        if os.path.exists(self.logfile.name):
+            os.unlink(self.logfile.name)
         wait_for(lambda: not any(_alive(k) for k in kids), timeout=10)
         left = [k for k in kids if _alive(k)]
         for k in left:

@@ -57,9 +57,23 @@ def _f64(x) -> np.ndarray:
     return np.asarray(x, dtype=np.float64).reshape(-1)
 
 
+def bundled_robots_dir() -> str:
+    """Where the bundled robots are: ``share/rbd_ros/urdf`` of the installed package when
+    the ament index knows rbd_ros (a colcon/ROS install), else the Python package's own
+    ``robots`` folder (pip/venv users)."""
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        share = os.path.join(get_package_share_directory("rbd_ros"), "urdf")
+        if os.path.isdir(share):
+            return share
+    except (ImportError, LookupError, OSError, ValueError):
+        pass  # no ament index (AMENT_PREFIX_PATH unset) or rbd_ros not in it
+    return BUNDLED_ROBOTS_DIR
+
+
 def bundled_robot_path(name: str) -> str:
     """Path of a robot shipped with rbd_ros (``rbd_arm7``)."""
-    return os.path.join(BUNDLED_ROBOTS_DIR, name + ".urdf")
+    return os.path.join(bundled_robots_dir(), name + ".urdf")
 
 
 def resolve_urdf_file(value: str) -> str:
@@ -69,9 +83,10 @@ def resolve_urdf_file(value: str) -> str:
     bundled = bundled_robot_path(value)
     if os.sep not in value and os.path.isfile(bundled):
         return bundled
+    folder = bundled_robots_dir()
     raise rbd.ModelError(
         f"urdf_file: no such file {value!r} (and no bundled robot of that name; bundled: "
-        f"{', '.join(sorted(f[:-5] for f in os.listdir(BUNDLED_ROBOTS_DIR) if f.endswith('.urdf')))})")
+        f"{', '.join(sorted(f[:-5] for f in os.listdir(folder) if f.endswith('.urdf')))})")
 
 
 def _array(n: int) -> tuple[array.array, np.ndarray]:
