@@ -1,0 +1,89 @@
+"""First-start cost: numba compilation of each public function, from an empty cache.
+
+    python bench/compile_time.py [--robot rbd_arm7] [--warm]
+
+Runs in a child process with an empty NUMBA_CACHE_DIR (a fresh install) and times the
+first call of each function in the order the node needs them (control path first),
+then the same calls again (cached in memory: the per-call cost, for scale).  With
+--warm the child reuses one cache directory for a second run, to show what a cached
+start costs.  Prints one line per function and the total.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+CHILD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import numpy as np
+import rbd_ros.core as rbd
+from rbd_ros.node.runtime import resolve_urdf_file
+t_import = time.perf_counter() - t0
+model = rbd.Model.from_urdf(resolve_urdf_file(sys.argv[1]))
+q = model.neutral(); z = np.zeros(model.nv)
+dofs = rbd.dof_indices(model)
+g, b, H = np.empty(model.nv), np.empty(model.nv), np.empty(model.nv ** 2)
+Q, Z = np.tile(q, (2, 1)), np.zeros((2, model.nv))
+fe = np.zeros((len(model.link_names), 6))
+steps = [
+    ("compensation_into (control path)", lambda: rbd.compensation_into(model, q, z, dofs, g, b, H)),
+    ("gravity", lambda: rbd.gravity(model, q)),
+    ("bias", lambda: rbd.bias(model, q, z)),
+    ("crba", lambda: rbd.crba(model, q)),
+    ("rnea", lambda: rbd.rnea(model, q, z, z)),
+    ("rnea f_ext", lambda: rbd.rnea(model, q, z, z, f_ext=fe, f_ext_frame="world")),
+    ("forward_dynamics", lambda: rbd.forward_dynamics(model, q, z, z)),
+    ("forward_dynamics f_ext", lambda: rbd.forward_dynamics(model, q, z, z, f_ext=fe)),
+    ("aba", lambda: rbd.aba(model, q, z, z)),
+    ("coriolis_matrix", lambda: rbd.coriolis_matrix(model, q, z)),
+    ("rnea batch", lambda: rbd.rnea(model, Q, Z, Z)),
+    ("forward_dynamics batch", lambda: rbd.forward_dynamics(model, Q, Z, Z)),
+    ("crba batch", lambda: rbd.crba(model, Q)),
+    ("aba batch", lambda: rbd.aba(model, Q, Z, Z)),
+]
+out = {"import": t_import, "steps": []}
+for name, fn in steps:
+    t = time.perf_counter(); fn(); first = time.perf_counter() - t
+    t = time.perf_counter(); fn(); again = time.perf_counter() - t
+    out["steps"].append((name, first, again))
+print(json.dumps(out))
+"""
+
+
+def run(robot, cache_dir):
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+    t = time.perf_counter()
+    res = subprocess.run([sys.executable, "-c", CHILD, robot], env=env, capture_output=True,
+                         text=True, check=True)
+    wall = time.perf_counter() - t
+    return json.loads(res.stdout.strip().splitlines()[-1]), wall
+
+
+def show(title, data, wall):
+    print(f"\n{title}: process wall {wall:.1f} s (import {data['import']:.2f} s)")
+    total = 0.0
+    for name, first, again in data["steps"]:
+        total += first
+        print(f"  {name:34s} first call {first:7.2f} s   again {again * 1e6:8.1f} us")
+    print(f"  {'sum of first calls':34s} {total:7.2f} s")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--robot", default="rbd_arm7")
+    ap.add_argument("--warm", action="store_true", help="also time a second start on the same cache")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="rbd_numba_cache_") as cache:
+        data, wall = run(a.robot, cache)
+        show("empty numba cache (first start after an install)", data, wall)
+        if a.warm:
+            data, wall = run(a.robot, cache)
+            show("warm numba cache (every later start)", data, wall)
+
+
+if __name__ == "__main__":
+    main()
