@@ -61,9 +61,10 @@ def _inner_for(fn, sample_s):
     return max(1, int(sample_s * 1e9 / max(t, 1.0)))
 
 
-def time_group(fns, repeats, sample_s, warmup=20):
+def time_group(fns, repeats, sample_s, warmup=20, raw=False):
     """Median ns per call of each function; samples interleaved (one of each in
-    turn) so that drift and other processes' load hit all of them alike."""
+    turn: A, B, A, B ...) so that drift and other processes' load hit all of them
+    alike.  ``raw``: the per-round samples instead of their medians."""
     for _ in range(warmup):
         for f in fns:
             f()
@@ -78,11 +79,17 @@ def time_group(fns, repeats, sample_s, warmup=20):
     finally:
         if gc_was:
             gc.enable()
+    if raw:
+        return samples
     return [statistics.median(acc) for acc in samples]
 
 
 def time_pair(fa, fb, repeats, sample_s, warmup=20):
-    return tuple(time_group([fa, fb], repeats, sample_s, warmup))
+    """(median ns of A, median ns of B, median of the per-round ratios A/B): a ratio
+    taken within each round, so that one noisy second moves one ratio, not the result."""
+    sa, sb = time_group([fa, fb], repeats, sample_s, warmup, raw=True)
+    return (statistics.median(sa), statistics.median(sb),
+            statistics.median(x / y for x, y in zip(sa, sb)))
 
 
 # ------------------------------------------------------------------ checking
@@ -164,8 +171,8 @@ def bench_single(r: Robot, checks: Checks, repeats, sample_s):
     rows = []
     for name, fr, fp, conv in cases:
         checks.close(f"{r.name} {name}", fr(), conv(np.array(fp())))
-        tr, tp_ = time_pair(fr, fp, repeats, sample_s)
-        rows.append((r.name, r.model.nv, name, tr / 1e3, tp_ / 1e3, tr / tp_, ""))
+        tr, tp_, ratio = time_pair(fr, fp, repeats, sample_s)
+        rows.append((r.name, r.model.nv, name, tr / 1e3, tp_ / 1e3, ratio, ""))
     # agreement on more states than the timed one
     for i in range(1, min(len(r.Q), 8)):
         q, v, a, tau = r.Q[i], r.V[i], r.A[i], r.T[i]
