@@ -234,6 +234,8 @@ def test_second_payload_on_a_link_replaces_the_first(panda):
     m3 = m2.with_payload("panda_link3", 2.0, [0.1, 0, 0], np.eye(3) * 1e-2)
     assert set(m3.payloads) == {"panda_hand", "panda_link3"}
     assert panda.payloads == {} and m1.payloads["panda_hand"][0] == 1.0
+    with pytest.raises(TypeError):
+        m3.payloads["panda_link4"] = (1.0, np.zeros(3), np.eye(3))     # read-only: use with_payload
 
 
 def test_payload_on_a_link_fixed_to_the_world(panda):

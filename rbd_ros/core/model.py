@@ -8,6 +8,7 @@ allocates nothing but its result.
 import difflib
 import threading
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 import numpy as np
 
@@ -285,8 +286,7 @@ class Model:
             if x.flags.writeable:
                 x.setflags(write=False)
             object.__setattr__(self, name, x)
-        if self.payloads is None:
-            object.__setattr__(self, "payloads", {})
+        object.__setattr__(self, "payloads", MappingProxyType(dict(self.payloads or {})))   # read-only view
         if self.base_md is None:
             object.__setattr__(self, "base_md", self.md)
         if self.base_mass is None:

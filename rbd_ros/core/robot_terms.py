@@ -120,13 +120,15 @@ def armature_vector(model, armature):
             except (TypeError, ValueError):
                 raise ValueError(f"armature[{name!r}]: expected a number, got {_describe(val)}") from None
             arm[model.idx_v[k]:model.idx_v[k] + model.joint_nv[k]] = x
-        where = lambda i: f"[{model.joint_names[_dof_joint(model, i)]!r}]"   # noqa: E731
+        def where(i):
+            return f"[{model.joint_names[_dof_joint(model, i)]!r}]"
     else:
         arm = _floats(armature, "armature", f"{nv} numbers in DOF order or a {{joint: value}} dict")
         if arm.shape != (nv,):
             raise ValueError(f"armature: expected {nv} numbers in DOF order or a {{joint: value}} dict, "
                              f"got {_describe(armature)}")
-        where = lambda i: f"[{i}] ({model.joint_names[_dof_joint(model, i)]})"   # noqa: E731
+        def where(i):
+            return f"[{i}] ({model.joint_names[_dof_joint(model, i)]})"
     bad = np.flatnonzero(~(np.isfinite(arm) & (arm >= 0)))
     if bad.size:
         i = int(bad[0])

@@ -352,5 +352,5 @@ def _joint_terms(joints, names, jtypes, idx_v, nv):
             position[i] = lo, hi
         elif utype != "continuous" and lo is not None and hi is not None and lo > hi:
             raise ModelError(f"joint {name!r}: <limit lower={lo} upper={hi}>: lower is above upper")
-    return dict(damping=damping, friction=friction, effort_limit=effort, velocity_limit=velocity,
-                position_limit=position)
+    return {"damping": damping, "friction": friction, "effort_limit": effort, "velocity_limit": velocity,
+            "position_limit": position}
