@@ -5,14 +5,16 @@ arrays plus names.  Per-thread workspaces (the "Data") are created lazily and
 reused, so calls from several threads never share scratch memory and a call
 allocates nothing but its result.
 """
+import difflib
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 import numpy as np
 
 from .joints import FREE
 from .layout import (C_JTYPE, C_PARENT, C_VI, H_GRAV, H_NB, H_NMIM, H_NQ, H_NV, H_NVF,
-                     H_OFF_ANC, H_OFF_BODY, H_OFF_DOFPAR, H_OFF_MIMIC, HEADER, NCOL, workspace_size)
+                     H_OFF_ANC, H_OFF_ARM, H_OFF_BODY, H_OFF_DOFPAR, H_OFF_MIMIC, HEADER, NCOL, workspace_size)
 
 
 class ModelError(ValueError):
@@ -46,7 +48,24 @@ class Model:
     ``link_names``      every URDF link, the row order of ``f_ext``
     ``mimic_joints``    dependent joint -> (master, multiplier, offset)
     ``gravity``         gravity vector in the world frame (m/s²)
-    ``mass``            total mass (kg)
+    ``mass``            total mass (kg), payloads included
+    ``armature``        (nv,) rotor inertia reflected to each DOF (kg·m² for a
+                        revolute DOF, kg for a prismatic one); see :meth:`with_armature`
+    ``damping``, ``friction``
+                        (nv,) URDF ``<dynamics damping friction>`` per DOF
+                        (N·m·s/rad and N·m, or N·s/m and N); see :func:`rbd_ros.core.friction`
+    ``effort_limit``, ``velocity_limit``
+                        (nv,) URDF ``<limit effort velocity>`` per DOF (N·m or N,
+                        rad/s or m/s); inf where the URDF gives none or 0
+    ``position_limit``  (nv, 2) URDF ``<limit lower upper>`` per DOF (rad or m);
+                        ±inf for continuous, floating and planar joints and where
+                        the URDF gives none (or lower = upper)
+    ``payloads``        link -> (mass, com, inertia) of the attached payloads
+                        (see :meth:`with_payload`)
+
+    Joint terms of a planar or floating joint (and of the free-flyer) are 0
+    (damping, friction) or inf (limits): URDF gives them for one-axis joints
+    only.  The arrays are read-only.
     """
     name: str
     md: np.ndarray = field(repr=False)
@@ -61,11 +80,19 @@ class Model:
     mimic_joints: dict = field(repr=False)
     body_joint_names: tuple = field(repr=False)   # URDF joint of each elementary body
     mass: float = 0.0
+    damping: np.ndarray = field(default=None, repr=False)
+    friction: np.ndarray = field(default=None, repr=False)
+    effort_limit: np.ndarray = field(default=None, repr=False)
+    velocity_limit: np.ndarray = field(default=None, repr=False)
+    position_limit: np.ndarray = field(default=None, repr=False)
+    payloads: dict = field(default=None, repr=False)
+    base_md: np.ndarray = field(default=None, repr=False)      # md without the payloads
+    base_mass: float = field(default=None, repr=False)         # mass without the payloads
     _tls: threading.local = field(default_factory=threading.local, repr=False, compare=False)
 
     # ---------------------------------------------------------------- build
     @classmethod
-    def from_urdf(cls, urdf, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81)):
+    def from_urdf(cls, urdf, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81), armature=None):
         """Build a model from URDF XML text or a path to a URDF file.
 
         ``floating_base``: add a free-flyer root joint (Pinocchio's layout:
@@ -73,9 +100,11 @@ class Model:
         ``mimic``: True makes mimic joints dependent (not DOFs; torque folded
         into the master); False treats them as independent DOFs.
         ``gravity``: gravity vector in the world (root link) frame.
+        ``armature``: per-DOF rotor inertia, see :meth:`with_armature` (None: zero).
         Raises :class:`ModelError` naming the offending link or joint."""
         from .urdf import build_model
-        return build_model(urdf, floating_base=bool(floating_base), mimic=bool(mimic), gravity=gravity)
+        model = build_model(urdf, floating_base=bool(floating_base), mimic=bool(mimic), gravity=gravity)
+        return model if armature is None else model.with_armature(armature)
 
     # ---------------------------------------------------------------- sizes
     @property
@@ -122,6 +151,10 @@ class Model:
         except KeyError:
             raise ValueError(f"unknown link {name!r}") from None
 
+    def close_links(self, name):
+        """Link names close to ``name`` (for error messages)."""
+        return difflib.get_close_matches(str(name), self.link_names, n=5, cutoff=0.5)
+
     def neutral(self):
         """Neutral configuration: zeros, identity quaternion for free joints."""
         q = np.zeros(self.nq)
@@ -132,12 +165,73 @@ class Model:
 
     def with_gravity(self, gravity):
         """A copy of this model with another gravity vector (cheap)."""
-        md = self.md.copy()
+        md = self.base_md.copy()
         md[H_GRAV:H_GRAV + 3] = _vector3(gravity, "gravity")
-        md.setflags(write=False)
-        return Model(self.name, md, self.joint_names, self.joint_types, self.joint_nq, self.joint_nv,
-                     self.idx_q, self.idx_v, self.link_names, self.links, self.mimic_joints,
-                     self.body_joint_names, self.mass)
+        return self._derive(md, self.payloads)
+
+    # ---------------------------------------------------------------- robot terms
+    @property
+    def armature(self):
+        """(nv,) rotor inertia reflected to each DOF (read-only view)."""
+        o = int(self.md[H_OFF_ARM])
+        return self.md[o:o + self._nv]
+
+    def with_armature(self, armature):
+        """A copy of this model with another per-DOF armature (cheap).
+
+        ``armature``: an (nv,) array in DOF order, or a dict {joint name: value}
+        (joints not named get 0; a planar joint's value applies to its three
+        DOFs).  Values are the motor rotor inertia reflected to the joint,
+        I_rotor · gear_ratio² (kg·m² for revolute DOFs, kg for prismatic ones),
+        finite and ≥ 0.  Same meaning as Pinocchio's ``model.armature``: it adds
+        ``diag(armature)`` to H, so ``armature · qdd`` to the RNEA torque and to
+        forward dynamics / ABA; gravity and bias torques are unaffected.  A mimic
+        joint is no DOF: its master's value is the one that counts.  The
+        free-flyer and floating joints take no armature (ValueError)."""
+        from .robot_terms import armature_vector
+        arm = armature_vector(self, armature)
+        md = self.base_md.copy()
+        o = int(md[H_OFF_ARM])
+        md[o:o + self._nv] = arm
+        return self._derive(md, self.payloads)
+
+    def with_payload(self, link, mass, com, inertia):
+        """A copy of this model with a rigid payload attached to URDF link ``link``.
+
+        ``mass`` in kg (≥ 0), ``com`` the payload's centre of mass in the link
+        frame (m), ``inertia`` its rotational inertia about ``com`` in the link
+        axes (kg·m²): a 3×3 matrix or the 6 values ixx ixy ixz iyy iyz izz.
+        Payloads on different links add up; a second payload on the same link
+        *replaces* the first.  A link merged by a fixed joint works (the payload
+        lands on the moving body it hangs from, with the fixed transform).  A
+        payload on a link fixed to the world changes no torque but counts in
+        ``mass``.  Cheap: the URDF is not parsed again.  Raises ValueError
+        naming the bad field (unknown links: with the closest link names)."""
+        from .robot_terms import check_payload
+        entry = check_payload(self, link, mass, com, inertia)
+        payloads = dict(self.payloads)
+        payloads[link] = entry
+        return self._derive(self.base_md, payloads)
+
+    def without_payload(self, link):
+        """A copy of this model without the payload on ``link``: its numbers are
+        exactly those of the model before the payload was attached.  ValueError
+        if ``link`` carries none."""
+        if link not in self.payloads:
+            raise ValueError(f"link: {link!r} carries no payload (payloads are on {sorted(self.payloads)})")
+        payloads = dict(self.payloads)
+        del payloads[link]
+        return self._derive(self.base_md, payloads)
+
+    def _derive(self, base_md, payloads):
+        """A model sharing everything with this one but the payload-free data
+        ``base_md`` and ``payloads``."""
+        from .robot_terms import add_payloads
+        if base_md.flags.writeable:
+            base_md.setflags(write=False)
+        md = add_payloads(self, base_md, payloads)
+        mass = self.base_mass + sum(p[0] for p in payloads.values())
+        return replace(self, md=md, base_md=base_md, payloads=payloads, mass=mass, _tls=threading.local())
 
     def fext_map(self, frame):
         """Matrix taking per-link wrenches (rows [f; tau], ``link_names`` order,
@@ -177,6 +271,26 @@ class Model:
         object.__setattr__(self, "_nv", int(self.md[H_NV]))
         object.__setattr__(self, "_sq", (int(self.md[H_NQ]),))
         object.__setattr__(self, "_sv", (int(self.md[H_NV]),))
+        nv = self._nv
+        for name, fill, shape in (("damping", 0.0, (nv,)), ("friction", 0.0, (nv,)),
+                                  ("effort_limit", np.inf, (nv,)), ("velocity_limit", np.inf, (nv,)),
+                                  ("position_limit", np.inf, (nv, 2))):
+            x = getattr(self, name)
+            if x is None:
+                x = np.full(shape, fill)
+                if name == "position_limit":
+                    x[:, 0] = -np.inf
+            elif not (isinstance(x, np.ndarray) and not x.flags.writeable):
+                x = np.array(x, dtype=float).reshape(shape)
+                x.setflags(write=False)
+            if x.flags.writeable:
+                x.setflags(write=False)
+            object.__setattr__(self, name, x)
+        object.__setattr__(self, "payloads", MappingProxyType(dict(self.payloads or {})))   # read-only view
+        if self.base_md is None:
+            object.__setattr__(self, "base_md", self.md)
+        if self.base_mass is None:
+            object.__setattr__(self, "base_mass", float(self.mass))
 
     def workspace(self):
         """This thread's scratch vector for the kernels (created on first use)."""
@@ -201,7 +315,7 @@ def _vector3(x, name):
     return g
 
 
-def pack_model_data(body_rows, dof_parent, mimic_pairs, nq, nv, nvf, gravity):
+def pack_model_data(body_rows, dof_parent, mimic_pairs, nq, nv, nvf, gravity, armature=None):
     """Assemble the flat model vector (see layout.py)."""
     nb = len(body_rows)
     nmim = len(mimic_pairs)
@@ -218,7 +332,11 @@ def pack_model_data(body_rows, dof_parent, mimic_pairs, nq, nv, nvf, gravity):
             j = int(dof_parent[j])
         chains.append(chain)
     off_anc = off_mimic + 2 * nmim
-    md = np.zeros(off_anc + nv + 1 + sum(len(c) for c in chains))
+    off_arm = off_anc + nv + 1 + sum(len(c) for c in chains)
+    md = np.zeros(off_arm + nv)
+    md[H_OFF_ARM] = off_arm
+    if armature is not None:
+        md[off_arm:off_arm + nv] = armature
     md[H_NB], md[H_NV], md[H_NQ], md[H_NVF], md[H_NMIM] = nb, nv, nq, nvf, nmim
     md[H_GRAV:H_GRAV + 3] = _vector3(gravity, "gravity")
     md[H_OFF_BODY], md[H_OFF_DOFPAR], md[H_OFF_MIMIC] = off_body, off_dofpar, off_mimic

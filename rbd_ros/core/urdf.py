@@ -313,7 +313,44 @@ def build_model(urdf, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81)
     md = pack_model_data(rows, dof_elimination_tree(rows, nv), mimic_pairs, nq, nv, nvf, gravity)
     link_names = tuple(links)
     infos = tuple(LinkInfo(link_at[n][0], link_at[n][1], link_at[n][2]) for n in link_names)
+    terms = _joint_terms(joints, names, jtypes, idx_v, nv)
     return Model(name=robot.name or "robot", md=md, joint_names=tuple(names), joint_types=tuple(jtypes),
                  joint_nq=tuple(jnq), joint_nv=tuple(jnv), idx_q=tuple(idx_q), idx_v=tuple(idx_v),
                  link_names=link_names, links=infos, mimic_joints=dict(mimics),
-                 body_joint_names=tuple(body_joint), mass=total_mass)
+                 body_joint_names=tuple(body_joint), mass=total_mass, **terms)
+
+
+def _attr(obj, name, joint, what):
+    """A URDF number attribute as a float (None if absent); ModelError if not finite or negative."""
+    x = None if obj is None else getattr(obj, name, None)
+    if x is None:
+        return None
+    x = float(x)
+    if not np.isfinite(x) or (what != "position" and x < 0):
+        raise ModelError(f"joint {joint!r}: <{'limit' if what != 'dynamics' else 'dynamics'} {name}> "
+                         f"must be a finite number{'' if what == 'position' else ' >= 0'}, got {x}")
+    return x
+
+
+def _joint_terms(joints, names, jtypes, idx_v, nv):
+    """Per-DOF damping, friction and limits from the URDF's <dynamics> and <limit>
+    (one-axis joints only; planar and floating DOFs: 0 and inf)."""
+    damping, friction = np.zeros(nv), np.zeros(nv)
+    effort, velocity = np.full(nv, np.inf), np.full(nv, np.inf)
+    position = np.empty((nv, 2))
+    position[:, 0], position[:, 1] = -np.inf, np.inf
+    for name, utype, i in zip(names, jtypes, idx_v):
+        if utype not in MOVING:
+            continue
+        j = joints[name]
+        damping[i] = _attr(j.dynamics, "damping", name, "dynamics") or 0.0
+        friction[i] = _attr(j.dynamics, "friction", name, "dynamics") or 0.0
+        effort[i] = _attr(j.limit, "effort", name, "limit") or np.inf
+        velocity[i] = _attr(j.limit, "velocity", name, "limit") or np.inf
+        lo, hi = _attr(j.limit, "lower", name, "position"), _attr(j.limit, "upper", name, "position")
+        if utype != "continuous" and lo is not None and hi is not None and lo < hi:
+            position[i] = lo, hi
+        elif utype != "continuous" and lo is not None and hi is not None and lo > hi:
+            raise ModelError(f"joint {name!r}: <limit lower={lo} upper={hi}>: lower is above upper")
+    return {"damping": damping, "friction": friction, "effort_limit": effort, "velocity_limit": velocity,
+            "position_limit": position}

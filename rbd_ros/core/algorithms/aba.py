@@ -30,14 +30,18 @@ sweep per constraint (the articulated inertias are reused),
     qdd_full = qdd_0 + Y λ,   (J Y) λ = -J qdd_0
 
 which is the reduced dynamics exactly, at O(n (1 + n_mimic)).
+
+The armature (rotor inertia) of a DOF adds to its joint's D_i (Pinocchio's
+``StU += armature``); mimic joints have none in the full coordinates (their
+master's counts), so the reduced H gets exactly diag(armature).
 """
 import numpy as np
 from numba import njit, prange
 
 from ..joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
 from ..layout import (C_AXIS, C_ET, C_FV, C_JTYPE, C_MASS, C_MIMIC, C_MULT, C_OFFSET, C_PARENT, C_QI, C_VI, H_GRAV,
-                      H_NB, H_NMIM, H_NVF, W_ABA, W_COR, W_RNEA, W_WORLD, body_row, mimic_pair, region_offsets,
-                      thread_chunks, workspace_size)
+                      H_NB, H_NMIM, H_NVF, H_OFF_ARM, W_ABA, W_COR, W_RNEA, W_WORLD, body_row, mimic_pair,
+                      region_offsets, thread_chunks, workspace_size)
 from ..spatial import (JIT, chol6_solve, cross_force_add, cross_motion, inertia_mul, inertia_to_mat6,
                        inertia_xT_add, x_motion, x_motion_inv, xT_force_add)
 from .common import BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_V, OK, SINGULAR, S_column, all_finite, joint_motion
@@ -69,6 +73,8 @@ def _articulated_inertias(md, ws, oS, oA):
                 ur += ws[b + IA_ + 6 * r + k] * ws[s + k]
             ws[b + U_ + r] = ur
             D += ws[s + r] * ur
+        if md[o + C_MIMIC] == 0.0:
+            D += md[int(md[H_OFF_ARM]) + int(md[o + C_VI])]
         if not D > 0.0:
             return False
         ws[b + D_] = D

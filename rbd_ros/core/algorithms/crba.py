@@ -17,14 +17,15 @@ is expressed once in the world frame, where H_ij = S_i^T F_j is a 6-term dot
 product; row i then runs over i's descendants, which are contiguous in the
 depth-first body order (the same numbers; Pinocchio does the same).  Mimic joints
 add ``m_a m_b`` times their entry to their masters' rows and columns, which
-is H = G^T H_full G.
+is H = G^T H_full G.  The armature (rotor inertia, per DOF) is added to the
+diagonal.
 """
 import numpy as np
 from numba import njit, prange
 
 from ..joints import PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
 from ..layout import (C_AXIS, C_ET, C_JTYPE, C_MASS, C_MULT, C_OFFSET, C_PARENT, C_QI, C_SUBEND, H_NB, H_NMIM, H_NVF,
-                      W_COR, W_IC, W_RNEA, W_WORLD, body_row, region_offsets, thread_chunks, workspace_size)
+                      H_OFF_ARM, W_COR, W_IC, W_RNEA, W_WORLD, body_row, region_offsets, thread_chunks, workspace_size)
 from ..spatial import JIT, inertia_mul, inertia_xT_add, x_motion_inv, xT_force_add
 from .rnea import world_placement
 from .common import BAD_Q, BAD_QUAT, OK, S_column, all_finite, dof, ncols
@@ -105,6 +106,9 @@ def crba_into(md, ws, q, H):
                     dj = dof(md, oj, c2)
                     H[di, dj] += val
                     H[dj, di] += val
+    oa = int(md[H_OFF_ARM])
+    for k in range(H.shape[0]):
+        H[k, k] += md[oa + k]
     return OK
 
 

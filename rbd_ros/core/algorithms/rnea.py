@@ -10,6 +10,8 @@
         tau_i = S_i^T f_i
         f_λ(i) += X_i^T f_i
 
+The armature (rotor inertia, per DOF) adds ``armature_k * qdd_k`` to tau_k.
+
 A mimic joint's qd/qdd are ``multiplier * master``; its tau_i is folded into
 the master's (``tau_master += multiplier * S_i^T f_i``), i.e. tau = G^T tau_full.
 """
@@ -19,7 +21,7 @@ from numba import njit, prange
 from ..joints import (FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform,
                       revolute_transform)
 from ..layout import (C_AXIS, C_ET, C_JTYPE, C_MASS, C_MULT, C_OFFSET, C_PARENT, C_QI, C_VI, H_GRAV, H_NB, H_NMIM,
-                      H_NVF, W_RNEA, W_WORLD, body_row, region_offsets, thread_chunks, workspace_size)
+                      H_NVF, H_OFF_ARM, W_RNEA, W_WORLD, body_row, region_offsets, thread_chunks, workspace_size)
 from ..spatial import INLINE, JIT, cross_force_add, inertia_mul, x_force, x_motion, xT_force_add
 from .common import BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_V, OK, all_finite
 
@@ -210,6 +212,10 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
         p = int(md[o + C_PARENT])
         if p >= 0:
             xT_force_add(ws, x + X_, ws, x + F_, ws, oR + p * W_RNEA + F_)
+    if use_a:
+        oa = int(md[H_OFF_ARM])
+        for k in range(out.shape[0]):
+            out[k] += md[oa + k] * a[k]
     return OK
 
 
