@@ -19,28 +19,33 @@ in the body frames as the table is written.
 (D_i is 6x6 for a free joint.)
 
 Mimic joints couple two branches, which ABA's recursion cannot eliminate.
-Formulation chosen here (the same as the kernel's): run the table on the
-*full* coordinates — every mimic joint its own DOF, qd_full = G v, tau_full
-= tau on the DOF joints and 0 on the mimic joints — and add the constraint
-forces Jᵀ λ of J qdd_full = 0 (one row e_mimic - mult e_master per mimic
-joint, J G = 0):
+The reference then solves the reduced system instead (simple and always
+correct when H is non-singular): with G the mimic map (v_full = G v, see
+``tree.mimic_map``), H_full and the bias b_full of the tree with every mimic
+joint a DOF of its own (``crba(full=True)``, ``id_sweeps(full=True)``),
 
-    qdd_0 = FDab(q, qd_full, tau_full, f_ext)            H_full qdd_0 = tau_full - b_full
-    Y     = [FDab(q, 0, J_rᵀ, no gravity)]_r              Y = H_full^-1 Jᵀ
-    (J Y) λ = -J qdd_0,   qdd_full = qdd_0 + Y λ
+    (Gᵀ H_full G) qdd = tau - Gᵀ b_full(q, G v, f_ext)
 
-so Gᵀ H_full G qdd + Gᵀ b_full = tau: the reduced (mimic-folded) dynamics.
+The kernel keeps ABA there instead: it runs the table on the full
+coordinates (tau = 0 on the mimic joints) and adds constraint forces Jᵀ λ
+(J qdd_full = 0, J G = 0): qdd_full = qdd_0 + Y λ, Y = H_full^-1 Jᵀ from
+bias-free sweeps, (J Y) λ = -J qdd_0.  That needs H_full itself to be
+invertible, which fails e.g. for a massless free-flyer whose only child
+hangs on a mimic joint even though Gᵀ H_full G is fine; the reduced solve
+here does not.
 """
 import numpy as np
 
 from .jcalc import jcalc
-from .rnea import _f_body
+from .crba import crba
+from .rnea import _f_body, id_sweeps
 from .spatial import crf, crm
-from .tree import a_grav, bodies, full_size
+from .tree import a_grav, bodies, full_size, mimic_map
 
 
 def fdab(model, q, qd_full, tau_full, f_body=None, gravity=True):
-    """Table 7.1 on the full coordinates; returns qdd_full."""
+    """Table 7.1 on the full coordinates (every mimic joint its own DOF: the
+    user's coordinates when the model has none); returns qdd_full."""
     tree = bodies(model)
     N = len(tree)
     Xup, S, v, c, IA, pA = [None] * N, [None] * N, [None] * N, [None] * N, [None] * N, [None] * N
@@ -76,27 +81,9 @@ def fdab(model, q, qd_full, tau_full, f_body=None, gravity=True):
 def aba(model, q, v, tau, f_ext=None, f_ext_frame="local"):
     """qdd by ABA (same arguments as ``rbd_ros.core.aba``, single states)."""
     q, v, tau = (np.asarray(x, dtype=float) for x in (q, v, tau))
-    tree = bodies(model)
-    nf = full_size(model)
-    qd_full, tau_full = np.zeros(nf), np.zeros(nf)
-    J = []
-    for b in tree:
-        qd_full[b.full_dofs] = b.mult * v[b.dofs]
-        if b.mimic:
-            master = next(m for m in tree if not m.mimic and m.vi == b.vi)
-            row = np.zeros(nf)
-            row[b.fv] += 1.0
-            row[master.fv] -= b.mult
-            J.append(row)
-        else:
-            tau_full[b.full_dofs] = tau[b.dofs]
-    qdd = fdab(model, q, qd_full, tau_full, _f_body(model, q, f_ext, f_ext_frame))
-    if J:
-        J = np.array(J)
-        Y = np.column_stack([fdab(model, q, np.zeros(nf), Jr, gravity=False) for Jr in J])
-        qdd = qdd + Y @ np.linalg.solve(J @ Y, -J @ qdd)
-    out = np.zeros(model.nv)
-    for b in tree:
-        if not b.mimic:
-            out[b.dofs] = qdd[b.full_dofs]
-    return out
+    f_body = _f_body(model, q, f_ext, f_ext_frame)
+    if model.mimic_joints:
+        G = mimic_map(model)
+        b_full = id_sweeps(model, q, G @ v, np.zeros(G.shape[0]), f_body, full=True)[0]
+        return np.linalg.solve(G.T @ crba(model, q, full=True) @ G, tau - G.T @ b_full)
+    return fdab(model, q, v, tau, f_body)

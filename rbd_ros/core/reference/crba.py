@@ -19,7 +19,7 @@ import numpy as np
 
 from .jcalc import jcalc
 from .rnea import _f_body, id_sweeps
-from .tree import bodies
+from .tree import bodies, full_size
 
 
 def composite_inertias(tree, Xup):
@@ -31,25 +31,27 @@ def composite_inertias(tree, Xup):
     return IC
 
 
-def crba(model, q):
-    """H(q), the joint-space inertia matrix."""
+def crba(model, q, full=False):
+    """H(q), the joint-space inertia matrix (``full``: H_full, every mimic joint its own DOF)."""
     q = np.asarray(q, dtype=float)
     tree = bodies(model)
-    XS = [jcalc(b, q) for b in tree]
+    XS = [jcalc(b, q, fold=not full) for b in tree]
     Xup = [XJ @ b.Xtree for (XJ, _), b in zip(XS, tree)]
     S = [s for _, s in XS]
     IC = composite_inertias(tree, Xup)
-    H = np.zeros((model.nv, model.nv))
-    for i, b in enumerate(tree):
+    dofs = [b.full_dofs if full else b.dofs for b in tree]
+    n = full_size(model) if full else model.nv
+    H = np.zeros((n, n))
+    for i in range(len(tree)):
         F = IC[i] @ S[i]
-        H[np.ix_(b.dofs, b.dofs)] += S[i].T @ F
+        H[np.ix_(dofs[i], dofs[i])] += S[i].T @ F
         j = i
         while tree[j].parent >= 0:
             F = Xup[j].T @ F
             j = tree[j].parent
             Hij = F.T @ S[j]
-            H[np.ix_(b.dofs, tree[j].dofs)] += Hij
-            H[np.ix_(tree[j].dofs, b.dofs)] += Hij.T
+            H[np.ix_(dofs[i], dofs[j])] += Hij
+            H[np.ix_(dofs[j], dofs[i])] += Hij.T
     return H
 
 

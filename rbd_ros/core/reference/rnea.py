@@ -17,7 +17,7 @@ import numpy as np
 
 from .jcalc import jcalc
 from .spatial import crf, crm, force_transform, skew
-from .tree import a_grav, bodies
+from .tree import a_grav, bodies, full_size
 
 
 def world_transforms(tree, Xup):
@@ -58,26 +58,28 @@ def body_forces(model, tree, X0, f_ext, frame="local"):
     return fb
 
 
-def id_sweeps(model, q, qd, qdd, f_body=None, gravity=True):
-    """The two RNEA sweeps; returns (tau, per-body dict of X, S, v, a, f)."""
+def id_sweeps(model, q, qd, qdd, f_body=None, gravity=True, full=False):
+    """The two RNEA sweeps; returns (tau, per-body dict of X, S, v, a, f).
+    ``full``: qd, qdd, tau in full coordinates (every mimic joint its own DOF)."""
     tree = bodies(model)
     N = len(tree)
     Xup, S, v, a, f = [None] * N, [None] * N, [None] * N, [None] * N, [None] * N
     a0 = -a_grav(model) if gravity else np.zeros(6)
     for i, b in enumerate(tree):
-        XJ, S[i] = jcalc(b, q)
+        XJ, S[i] = jcalc(b, q, fold=not full)
         Xup[i] = XJ @ b.Xtree
-        vJ = S[i] @ qd[b.dofs]
+        dofs = b.full_dofs if full else b.dofs
+        vJ = S[i] @ qd[dofs]
         vp, ap = (np.zeros(6), a0) if b.parent < 0 else (v[b.parent], a[b.parent])
         v[i] = Xup[i] @ vp + vJ
-        a[i] = Xup[i] @ ap + S[i] @ qdd[b.dofs] + crm(v[i]) @ vJ
+        a[i] = Xup[i] @ ap + S[i] @ qdd[dofs] + crm(v[i]) @ vJ
         f[i] = b.I @ a[i] + crf(v[i]) @ b.I @ v[i]
         if f_body is not None:
             f[i] = f[i] - f_body[i]
-    tau = np.zeros(model.nv)
+    tau = np.zeros(full_size(model) if full else model.nv)
     for i in range(N - 1, -1, -1):
         b = tree[i]
-        tau[b.dofs] += S[i].T @ f[i]
+        tau[b.full_dofs if full else b.dofs] += S[i].T @ f[i]
         if b.parent >= 0:
             f[b.parent] = f[b.parent] + Xup[i].T @ f[i]
     return tau, dict(X=Xup, S=S, v=v, a=a, f=f)

@@ -67,3 +67,12 @@ def full_size(model):
 def a_grav(model):
     """Spatial gravity acceleration [0; g] in the world frame (a_0 = -a_grav)."""
     return np.concatenate([np.zeros(3), model.gravity])
+
+
+def mimic_map(model):
+    """G (nv_full x nv): v_full = G v.  A mimic joint's row holds its multiplier
+    in its master's column; then H = Gᵀ H_full G and tau = Gᵀ tau_full."""
+    G = np.zeros((full_size(model), model.nv))
+    for b in bodies(model):
+        G[np.ix_(b.full_dofs, b.dofs)] = b.mult * np.eye(b.nv)
+    return G
