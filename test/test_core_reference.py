@@ -3,9 +3,9 @@ a second oracle that needs no Pinocchio, on random trees with every joint type,
 fixed and floating base, mimic joints on and off, external forces in both frames."""
 import numpy as np
 import pytest
+from core_util import random_state, random_tree_urdf, rel_err
 
 import rbd_ros.core as rbd
-from core_util import random_state, random_tree_urdf, rel_err
 from rbd_ros.core import reference as ref
 
 TOL = 1e-9
@@ -139,8 +139,8 @@ def test_reference_identities(model):
 
 def test_reference_local_and_world_wrench_agree(model):
     """A local wrench and its world-frame equivalent give the same torques."""
-    from rbd_ros.core.reference.rnea import world_transforms
     from rbd_ros.core.reference.jcalc import x_up
+    from rbd_ros.core.reference.rnea import world_transforms
     from rbd_ros.core.reference.spatial import plux
     from rbd_ros.core.reference.tree import bodies
     q, v, a = states(model, 1)[0]

@@ -5,9 +5,9 @@ LᵀDL elimination tree, Model.with_gravity, the workspace layout, and the
 workspace views of rbd_ros.core.inspect."""
 import numpy as np
 import pytest
+from core_util import random_state, random_tree_urdf, rel_err
 
 import rbd_ros.core as rbd
-from core_util import random_state, random_tree_urdf, rel_err
 from rbd_ros.core import joints, layout, spatial
 from rbd_ros.core import reference as ref
 from rbd_ros.core.algorithms.common import joint_transform
@@ -359,7 +359,7 @@ def test_slots_fit_their_regions():
     def disjoint(slots, width):
         ivs = sorted(slots)
         assert ivs[0][0] >= 0 and ivs[-1][1] <= width
-        assert all(a[1] <= b[0] for a, b in zip(ivs, ivs[1:]))
+        assert all(a[1] <= b[0] for a, b in zip(ivs[:-1], ivs[1:], strict=True))
     disjoint([(rnea.X_, rnea.X_ + 12), (rnea.V_, rnea.V_ + 6), (rnea.A_, rnea.A_ + 6), (rnea.F_, rnea.F_ + 6)],
              layout.W_RNEA)
     disjoint([(aba.IA_, aba.IA_ + 36), (aba.PA_, aba.PA_ + 6), (aba.C_, aba.C_ + 6), (aba.U_, aba.U_ + 36),

@@ -38,7 +38,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .algorithms.aba import C_ as ABA_C, IA_, PA_
+from .algorithms.aba import C_ as ABA_C
+from .algorithms.aba import IA_, PA_
 from .algorithms.coriolis import BC_, IC_, SD_, SW_
 from .algorithms.rnea import A_, F_, V_, X_
 from .layout import H_NB, H_NMIM, H_NV, H_NVF, W_ABA, W_COR, W_IC, W_RNEA, W_WORLD, region_offsets

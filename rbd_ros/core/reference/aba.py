@@ -36,8 +36,8 @@ here does not.
 """
 import numpy as np
 
-from .jcalc import jcalc
 from .crba import crba
+from .jcalc import jcalc
 from .rnea import _f_body, id_sweeps
 from .spatial import crf, crm
 from .tree import a_grav, bodies, full_size, mimic_map

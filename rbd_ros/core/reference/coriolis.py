@@ -26,7 +26,7 @@ def coriolis_matrix(model, q, v):
     nv = model.nv
     X0, J, Jd, V = [], [], [], []
     C = np.zeros((nv, nv))
-    for i, b in enumerate(tree):
+    for b in tree:
         XJ, S = jcalc(b, q)
         Xi = XJ @ b.Xtree if b.parent < 0 else XJ @ b.Xtree @ X0[b.parent]
         X0.append(Xi)

@@ -36,7 +36,7 @@ def crba(model, q, full=False):
     q = np.asarray(q, dtype=float)
     tree = bodies(model)
     XS = [jcalc(b, q, fold=not full) for b in tree]
-    Xup = [XJ @ b.Xtree for (XJ, _), b in zip(XS, tree)]
+    Xup = [XJ @ b.Xtree for (XJ, _), b in zip(XS, tree, strict=True)]
     S = [s for _, s in XS]
     IC = composite_inertias(tree, Xup)
     dofs = [b.full_dofs if full else b.dofs for b in tree]

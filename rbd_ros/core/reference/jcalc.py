@@ -15,7 +15,7 @@ X_up = X_J X_T.
 """
 import numpy as np
 
-from .spatial import plux, quat_to_matrix, rotation, rot, xlt
+from .spatial import plux, quat_to_matrix, rot, rotation, xlt
 
 S_FREE = np.block([[np.zeros((3, 3)), np.eye(3)], [np.eye(3), np.zeros((3, 3))]])
 
