@@ -416,3 +416,15 @@ def test_workspace_views_after_crba_and_forward_dynamics(model):
         assert rel_err(S6.inertia(w.Ic_m[i], w.Ic_h[i], w.Ic_Ibar[i]), IC[i]) < 1e-10
     rbd.forward_dynamics(model, q, v, tau)
     assert rel_err(w.H, ref.ltdl(model, H)) < 1e-9
+
+
+def test_workspace_views_after_aba(model):
+    """aba keeps velocities in the world frame: v_world = X0^-1 v_body."""
+    q, v, tau = random_state(model, np.random.default_rng(11))
+    rbd.aba(model, q, v, tau)
+    w = workspace_views(model)
+    _, r = id_sweeps(model, q, v, np.zeros(model.nv))
+    X0 = world_transforms(bodies(model), r["X"])
+    for i in range(model.nbodies):
+        assert rel_err(w.X0(i), X0[i]) < TOL
+        assert rel_err(w.v[i], np.linalg.solve(X0[i], r["v"][i])) < 1e-10

@@ -74,9 +74,9 @@ def ltdl(model, H, lam=None):
 def ltdl_solve(model, LD, b, lam=None):
     """x with H x = b, LD = ltdl(model, H); b is (nv,) or (m, nv) right-hand sides.
 
-        Lᵀ z = b      (for i = n..1: z_λ(i) -= L_i,λ(i)... along i's ancestors)
-        D w = z
-        L x = w
+        Lᵀ z = b:   for i = n..1:  z_j -= L_ij z_i   for every ancestor j of i
+        D w = z:    w_i = z_i / D_i
+        L x = w:    for i = 1..n:  x_i = w_i - Σ_j L_ij x_j   over the ancestors j of i
     """
     lam = dof_parents(model) if lam is None else lam
     x = np.array(b, dtype=float).T.copy()
