@@ -68,6 +68,17 @@ def test_rnea(model, frame):
         assert rel_err(rbd.rnea(model, q, v, a, **kw), ref.rnea(model, q, v, a, **kw)) < TOL
 
 
+@pytest.mark.parametrize("world", [False, True])
+def test_rnea_kernel_with_per_body_forces(model, world):
+    """The kernel entry as the compiled code takes f_ext: per body, [n; f]."""
+    from rbd_ros.core.algorithms.rnea import rnea_fext_k
+    fb = np.random.default_rng(4).normal(size=(model.nbodies, 6))
+    for q, v, a in states(model, 2):
+        out = np.empty(model.nv)
+        assert rnea_fext_k(model.md, model.workspace(), q, v, a, fb, world, out) == 0
+        assert rel_err(out, ref.rnea_body_forces(model, q, v, a, fb, world)) < TOL
+
+
 def test_gravity_and_bias(model):
     for q, v, _ in states(model):
         assert rel_err(rbd.gravity(model, q), ref.gravity(model, q)) < TOL

@@ -19,7 +19,7 @@ from .crba import crba, hand_c
 from .forward_dynamics import forward_dynamics
 from .jcalc import jcalc
 from .ltdl import dof_parents, ltdl, ltdl_solve
-from .rnea import bias, gravity, rnea
+from .rnea import bias, gravity, rnea, rnea_body_forces
 
-__all__ = ["rnea", "gravity", "bias", "crba", "hand_c", "ltdl", "ltdl_solve", "dof_parents", "aba",
+__all__ = ["rnea", "rnea_body_forces", "gravity", "bias", "crba", "hand_c", "ltdl", "ltdl_solve", "dof_parents", "aba",
            "forward_dynamics", "coriolis_matrix", "jcalc"]

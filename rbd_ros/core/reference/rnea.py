@@ -100,6 +100,19 @@ def rnea(model, q, v, a, f_ext=None, f_ext_frame="local"):
     return id_sweeps(model, q, v, a, _f_body(model, q, f_ext, f_ext_frame))[0]
 
 
+def rnea_body_forces(model, q, v, a, fext, fext_world=False):
+    """tau with per-*body* forces as the kernels take them (``rnea_into``):
+    fext (nb, 6) rows [n; f], in the body frame, or with ``fext_world`` in
+    world axes about the world origin (moved into body i by X0_i*)."""
+    q, v, a = (np.asarray(x, dtype=float) for x in (q, v, a))
+    fext = np.asarray(fext, dtype=float)
+    if fext_world:
+        tree = bodies(model)
+        X0 = world_transforms(tree, [jcalc(b, q)[0] @ b.Xtree for b in tree])
+        fext = np.array([force_transform(X0[i]) @ fext[i] for i in range(len(tree))])
+    return id_sweeps(model, q, v, a, fext)[0]
+
+
 def gravity(model, q):
     """g(q) = ID(q, 0, 0)."""
     z = np.zeros(model.nv)
