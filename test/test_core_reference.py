@@ -199,9 +199,10 @@ def test_reference_mimic_is_the_folded_full_model():
     assert rel_err(ref.coriolis_matrix(m, q, v), G.T @ ref.coriolis_matrix(mf, qf, G @ v) @ G) < TOL
 
 
-# a massless free-flyer with mimic joints: H_full (every mimic joint a DOF) is
-# singular there while the reduced H is not (seed 26: the root's only child
-# hangs on a mimic joint)
+# a massless free-flyer with mimic joints where H_full (every mimic joint a DOF)
+# is singular while the reduced H is not (seed 26: the massless root carries a
+# free body and a revolute joint whose mimic sits on the free body's branch;
+# see reference/aba.py)
 MASSLESS_FREE_MIMIC = dict(seed=26, n_joints=10, types=ALL_TYPES, mimic=3, massless_root=True)
 
 

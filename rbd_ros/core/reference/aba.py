@@ -30,9 +30,12 @@ The kernel keeps ABA there instead: it runs the table on the full
 coordinates (tau = 0 on the mimic joints) and adds constraint forces Jᵀ λ
 (J qdd_full = 0, J G = 0): qdd_full = qdd_0 + Y λ, Y = H_full^-1 Jᵀ from
 bias-free sweeps, (J Y) λ = -J qdd_0.  That needs H_full itself to be
-invertible, which fails e.g. for a massless free-flyer whose only child
-hangs on a mimic joint even though Gᵀ H_full G is fine; the reduced solve
-here does not.
+invertible, and it need not be when Gᵀ H_full G is: e.g. a massless
+free-flyer carrying a free-floating body and, on a revolute joint, a body
+whose joint a mimic joint on the floating branch follows.  Rotating the root
+about that joint's axis while the joint and the free body counter-move
+moves no mass in full coordinates, but the mimic constraint forbids it.
+The reduced solve here has no such restriction.
 """
 import numpy as np
 
