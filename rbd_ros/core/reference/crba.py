@@ -1,0 +1,62 @@
+"""Joint-space inertia H(q) and bias C(q, v) (RBDA Table 6.2, spatial_v2 ``HandC.m``).
+
+    C = ID(q, qd, 0, f_ext)                              (bias: Coriolis, centrifugal, gravity, f_ext)
+    I^c_i = I_i
+    for i = N..1:
+        I^c_λ(i) += X_iᵀ I^c_i X_i                      (composite inertia of i's subtree)
+    for i = 1..N:
+        F = I^c_i S_i;  H_ii = S_iᵀ F
+        j = i
+        while λ(j) != 0:
+            F = X_jᵀ F;  j = λ(j)
+            H_ij = Fᵀ S_j;  H_ji = H_ijᵀ
+
+With ``jcalc``'s folded S (a mimic joint's S is mult times its axis and
+sits at its master's DOF) the blocks are *added* into H: that is
+H = Gᵀ H_full G.  Two bodies on one DOF add both H_ij and H_ji to it.
+"""
+import numpy as np
+
+from .jcalc import jcalc
+from .rnea import _f_body, id_sweeps
+from .tree import bodies, full_size
+
+
+def composite_inertias(tree, Xup):
+    """I^c_i, the inertia of body i's subtree about body i's origin, body frame."""
+    IC = [b.I.copy() for b in tree]
+    for i in range(len(tree) - 1, -1, -1):
+        if tree[i].parent >= 0:
+            IC[tree[i].parent] += Xup[i].T @ IC[i] @ Xup[i]
+    return IC
+
+
+def crba(model, q, full=False):
+    """H(q), the joint-space inertia matrix (``full``: H_full, every mimic joint its own DOF)."""
+    q = np.asarray(q, dtype=float)
+    tree = bodies(model)
+    XS = [jcalc(b, q, fold=not full) for b in tree]
+    Xup = [XJ @ b.Xtree for (XJ, _), b in zip(XS, tree, strict=True)]
+    S = [s for _, s in XS]
+    IC = composite_inertias(tree, Xup)
+    dofs = [b.full_dofs if full else b.dofs for b in tree]
+    n = full_size(model) if full else model.nv
+    H = np.zeros((n, n))
+    for i in range(len(tree)):
+        F = IC[i] @ S[i]
+        H[np.ix_(dofs[i], dofs[i])] += S[i].T @ F
+        j = i
+        while tree[j].parent >= 0:
+            F = Xup[j].T @ F
+            j = tree[j].parent
+            Hij = F.T @ S[j]
+            H[np.ix_(dofs[i], dofs[j])] += Hij
+            H[np.ix_(dofs[j], dofs[i])] += Hij.T
+    return H
+
+
+def hand_c(model, q, v, f_ext=None, f_ext_frame="local"):
+    """(H, C) as spatial_v2's HandC: H(q) and the bias C = ID(q, v, 0, f_ext)."""
+    q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
+    C = id_sweeps(model, q, v, np.zeros(model.nv), _f_body(model, q, f_ext, f_ext_frame))[0]
+    return crba(model, q), C

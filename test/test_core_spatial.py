@@ -1,0 +1,430 @@
+"""Unit tests of the compiled building blocks against their 6x6 forms
+(rbd_ros.core.reference.spatial / jcalc): spatial primitives, joint
+transforms (and the hand-copied joint dispatch inside the hot kernels), the
+LᵀDL elimination tree, Model.with_gravity, the workspace layout, and the
+workspace views of rbd_ros.core.inspect."""
+import numpy as np
+import pytest
+from core_util import random_state, random_tree_urdf, rel_err
+
+import rbd_ros.core as rbd
+from rbd_ros.core import joints, layout, spatial
+from rbd_ros.core import reference as ref
+from rbd_ros.core.algorithms.common import joint_transform
+from rbd_ros.core.inspect import workspace_views
+from rbd_ros.core.model import dof_elimination_tree
+from rbd_ros.core.reference import spatial as S6
+from rbd_ros.core.reference.crba import composite_inertias
+from rbd_ros.core.reference.jcalc import x_up
+from rbd_ros.core.reference.ltdl import elimination_tree, h_pattern
+from rbd_ros.core.reference.rnea import id_sweeps, world_transforms
+from rbd_ros.core.reference.tree import bodies
+
+TOL = 1e-12
+SENTINEL = 7.25
+ALL_TYPES = ("revolute", "continuous", "prismatic", "fixed", "planar", "floating")
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(42)
+
+
+def rand_rot(rng):
+    u = rng.normal(size=4)
+    return S6.quat_to_matrix(*u)
+
+
+def rand_inertia(rng):
+    m = rng.uniform(0.5, 2.0)
+    A = rng.normal(size=(3, 3))
+    return m, rng.normal(size=3), A @ A.T + np.eye(3)
+
+
+def packed(*parts, off=3, pad=4):
+    """The numbers of ``parts`` at offset ``off`` of a sentinel-filled vector."""
+    x = np.concatenate([np.ravel(p) for p in parts])
+    buf = np.full(off + x.size + pad, SENTINEL)
+    buf[off:off + x.size] = x
+    return buf
+
+
+def inside(buf, n, off=3):
+    """buf's n numbers at off, after checking nothing outside them was written."""
+    assert np.all(buf[:off] == SENTINEL) and np.all(buf[off + n:] == SENTINEL)
+    return buf[off:off + n]
+
+
+def out_buf(n, init=None):
+    return packed(np.zeros(n) if init is None else init, off=5)
+
+
+# ------------------------------------------------------------------ spatial primitives
+
+def test_x_motion_x_force_and_inverses(rng):
+    for _ in range(5):
+        E, r, m, f = rand_rot(rng), rng.normal(size=3), rng.normal(size=6), rng.normal(size=6)
+        X = S6.plux(E, r)
+        Xb, mb, fb = packed(E, r), packed(m, off=2), packed(f, off=1)
+        o = out_buf(6)
+        spatial.x_motion(Xb, 3, mb, 2, o, 5)
+        assert rel_err(inside(o, 6, 5), X @ m) < TOL
+        o = out_buf(6)
+        spatial.x_motion_inv(Xb, 3, mb, 2, o, 5)
+        assert rel_err(inside(o, 6, 5), np.linalg.solve(X, m)) < TOL
+        o = out_buf(6)
+        spatial.x_force(Xb, 3, fb, 1, o, 5)
+        assert rel_err(inside(o, 6, 5), S6.force_transform(X) @ f) < TOL
+        base = rng.normal(size=6)
+        o = out_buf(6, base)
+        spatial.xT_force_add(Xb, 3, fb, 1, o, 5)
+        assert rel_err(inside(o, 6, 5), base + X.T @ f) < TOL
+
+
+def test_plux_is_rot_times_xlt_and_force_transform(rng):
+    E, r = rand_rot(rng), rng.normal(size=3)
+    X = S6.plux(E, r)
+    assert rel_err(X, S6.rot(E) @ S6.xlt(r)) < TOL
+    # X* = [[E, -E rx], [0, E]]
+    Xf = np.block([[E, -E @ S6.skew(r)], [np.zeros((3, 3)), E]])
+    assert rel_err(S6.force_transform(X), Xf) < TOL
+
+
+def test_cross_products(rng):
+    for _ in range(5):
+        v, m, f = rng.normal(size=6), rng.normal(size=6), rng.normal(size=6)
+        o = out_buf(6)
+        spatial.cross_motion(packed(v), 3, packed(m, off=2), 2, o, 5)
+        assert rel_err(inside(o, 6, 5), S6.crm(v) @ m) < TOL
+        base = rng.normal(size=6)
+        o = out_buf(6, base)
+        spatial.cross_force_add(packed(v), 3, packed(f, off=2), 2, o, 5)
+        assert rel_err(inside(o, 6, 5), base + S6.crf(v) @ f) < TOL
+        # the defining identities: v x m = -m x v, (v x*) f = -(v x)^T f, and icrf
+        assert rel_err(S6.crm(v) @ m, -S6.crm(m) @ v) < TOL
+        assert rel_err(S6.icrf(f) @ v, S6.crf(v) @ f) < TOL
+
+
+def test_inertia_mul_and_mat6(rng):
+    for _ in range(5):
+        m, h, Ibar = rand_inertia(rng)
+        I6 = S6.inertia(m, h, Ibar)
+        v = rng.normal(size=6)
+        o = out_buf(6)
+        spatial.inertia_mul(packed(m, h, Ibar), 3, packed(v, off=2), 2, o, 5)
+        assert rel_err(inside(o, 6, 5), I6 @ v) < TOL
+        o = out_buf(36)
+        spatial.inertia_to_mat6(packed(m, h, Ibar), 3, o, 5)
+        assert rel_err(inside(o, 36, 5).reshape(6, 6), I6) < TOL
+        # stored (m, h = m c, Ibar about the origin) is Featherstone's mcI(m, c, Ic)
+        c = h / m
+        Ic = Ibar - m * S6.skew(c) @ S6.skew(c).T
+        assert rel_err(S6.mcI(m, c, Ic), I6) < TOL
+        mm, hh, II = spatial.inertia_about_origin(m, c, Ic)
+        assert rel_err(S6.inertia(mm, hh, II), I6) < TOL
+
+
+def test_inertia_xT_add(rng):
+    for _ in range(5):
+        E, r = rand_rot(rng), rng.normal(size=3)
+        X = S6.plux(E, r)
+        m, h, Ibar = rand_inertia(rng)
+        m0, h0, I0 = rand_inertia(rng)
+        o = out_buf(13, np.concatenate([[m0], h0, I0.ravel()]))
+        spatial.inertia_xT_add(packed(E, r), 3, packed(m, h, Ibar, off=2), 2, o, 5)
+        got = inside(o, 13, 5)
+        want = S6.inertia(m0, h0, I0) + X.T @ S6.inertia(m, h, Ibar) @ X
+        assert rel_err(S6.inertia(got[0], got[1:4], got[4:]), want) < TOL
+
+
+def test_mat6_xT_X_add(rng):
+    for _ in range(5):
+        E, r = rand_rot(rng), rng.normal(size=3)
+        X = S6.plux(E, r)
+        A = rng.normal(size=(6, 6))
+        M = A + A.T
+        base = rng.normal(size=(6, 6))
+        o = out_buf(36, base)
+        tmp = np.full(40, SENTINEL)
+        spatial.mat6_xT_X_add(packed(E, r), 3, packed(M, off=2), 2, tmp, 2, o, 5)
+        assert rel_err(inside(o, 36, 5).reshape(6, 6), base + X.T @ M @ X) < TOL
+        assert np.all(tmp[:2] == SENTINEL) and np.all(tmp[38:] == SENTINEL)   # 36 scratch numbers
+
+
+def test_chol6_solve(rng):
+    A = rng.normal(size=(6, 6))
+    M = A @ A.T + 0.1 * np.eye(6)
+    b = rng.normal(size=6)
+    o, L = out_buf(6), np.zeros(40)
+    assert spatial.chol6_solve(packed(M), 3, packed(b, off=2), 2, L, 4, o, 5)
+    assert rel_err(M @ inside(o, 6, 5), b) < 1e-10
+    M[2, 2] = -1.0
+    assert not spatial.chol6_solve(packed(M), 3, packed(b, off=2), 2, L, 4, out_buf(6), 5)
+
+
+def test_skew_and_rpy(rng):
+    x, y = rng.normal(size=3), rng.normal(size=3)
+    assert rel_err(spatial.skew(x) @ y, np.cross(x, y)) < TOL
+    rpy = rng.uniform(-3, 3, 3)
+    ex, ey, ez = np.eye(3)
+    want = S6.rotation(ez, rpy[2]) @ S6.rotation(ey, rpy[1]) @ S6.rotation(ex, rpy[0])
+    assert rel_err(spatial.rpy_to_matrix(rpy), want) < TOL
+
+
+# ------------------------------------------------------------------ joint transforms
+
+def test_revolute_and_prismatic_transforms(rng):
+    for _ in range(5):
+        ET, rT = rand_rot(rng), rng.normal(size=3)
+        XT = S6.plux(ET, rT)
+        u = rng.normal(size=3)
+        u /= np.linalg.norm(u)
+        x = rng.uniform(-4, 4)
+        o = out_buf(12)
+        joints.revolute_transform(packed(ET, rT), 3, packed(u, off=1), 1, x, o, 5)
+        got = inside(o, 12, 5)
+        assert rel_err(S6.plux(got[:9].reshape(3, 3), got[9:]), S6.rot(S6.rotation(u, x).T) @ XT) < TOL
+        o = out_buf(12)
+        joints.prismatic_transform(packed(ET, rT), 3, packed(u, off=1), 1, x, o, 5)
+        got = inside(o, 12, 5)
+        assert rel_err(S6.plux(got[:9].reshape(3, 3), got[9:]), S6.xlt(u * x) @ XT) < TOL
+
+
+def test_free_transform(rng):
+    ET, rT = rand_rot(rng), rng.normal(size=3)
+    q = np.concatenate([rng.normal(size=3), 3.0 * rng.normal(size=4)])     # quaternion not normalised
+    o = out_buf(12)
+    assert joints.free_transform(packed(ET, rT), 3, packed(q, off=2), 2, o, 5)
+    got = inside(o, 12, 5)
+    want = S6.plux(S6.quat_to_matrix(*q[3:]).T, q[:3]) @ S6.plux(ET, rT)
+    assert rel_err(S6.plux(got[:9].reshape(3, 3), got[9:]), want) < TOL
+    q[3:] = 0.0
+    assert not joints.free_transform(packed(ET, rT), 3, packed(q, off=2), 2, out_buf(12), 5)
+
+
+def test_planar_basis(rng):
+    for n in [np.array([0.0, 0.0, 1.0]), np.array([0.0, 1.0, 0.0]), rng.normal(size=3)]:
+        n = n / np.linalg.norm(n)
+        e1, e2 = joints.planar_basis(n)
+        assert rel_err(np.array([e1, e2, n]) @ np.array([e1, e2, n]).T, np.eye(3)) < TOL
+        assert rel_err(np.cross(e1, e2), n) < TOL
+    e1, e2 = joints.planar_basis(np.array([0.0, 0.0, 1.0]))
+    assert rel_err(e1, [1, 0, 0]) < TOL and rel_err(e2, [0, 1, 0]) < TOL
+
+
+MODELS = [(31, 10, False, 3, True), (32, 12, True, 3, False), (33, 9, True, 0, False)]
+
+
+@pytest.fixture(scope="module", params=MODELS, ids=lambda c: f"seed{c[0]}-fb{int(c[2])}-mim{c[3]}")
+def model(request):
+    seed, n, fb, nmim, massless_root = request.param
+    return rbd.Model.from_urdf(random_tree_urdf(seed, n, types=ALL_TYPES, mimic=nmim, massless_root=massless_root),
+                               floating_base=fb)
+
+
+def test_models_cover_every_joint_type():
+    kinds = set()
+    for seed, n, fb, nmim, mr in MODELS:
+        m = rbd.Model.from_urdf(random_tree_urdf(seed, n, types=ALL_TYPES, mimic=nmim, massless_root=mr),
+                                floating_base=fb)
+        kinds |= {b.jtype + ("-mimic" if b.mimic else "") for b in bodies(m)}
+    assert kinds >= {"revolute", "prismatic", "free", "revolute-mimic"}
+
+
+def kernel_transform(model, i, q):
+    X = np.zeros(12)
+    assert joint_transform(model.md, layout.body_row(model.md, i), q, X, 0)
+    return X
+
+
+def test_joint_transform_matches_jcalc(model):
+    q, _, _ = random_state(model, np.random.default_rng(5))
+    for i, b in enumerate(bodies(model)):
+        X = kernel_transform(model, i, q)
+        assert rel_err(S6.plux(X[:9].reshape(3, 3), X[9:]), x_up(b, q)) < TOL, (i, b.jtype)
+
+
+KERNELS = {
+    "rnea": lambda m, q, v, a: rbd.rnea(m, q, v, a),
+    "gravity": lambda m, q, v, a: rbd.gravity(m, q),
+    "bias": lambda m, q, v, a: rbd.bias(m, q, v),
+    "crba": lambda m, q, v, a: rbd.crba(m, q),
+    "aba": lambda m, q, v, a: rbd.aba(m, q, v, a),
+    "forward_dynamics": lambda m, q, v, a: rbd.forward_dynamics(m, q, v, a),
+    "coriolis_matrix": lambda m, q, v, a: rbd.coriolis_matrix(m, q, v),
+    "rnea_fext_world": lambda m, q, v, a: rbd.rnea(m, q, v, a, np.ones((len(m.link_names), 6)), "world"),
+}
+
+
+@pytest.mark.parametrize("kernel", list(KERNELS))
+def test_hand_copied_joint_dispatch_equals_joint_transform(model, kernel):
+    """rnea, crba and aba spell the joint dispatch out by hand: the transform
+    each leaves in the workspace is common.joint_transform's (and jcalc's)."""
+    q, v, a = random_state(model, np.random.default_rng(6))
+    w = workspace_views(model)
+    w.E[:] = SENTINEL
+    w.r[:] = SENTINEL
+    KERNELS[kernel](model, q, v, a)
+    for i, b in enumerate(bodies(model)):
+        X = kernel_transform(model, i, q)
+        assert rel_err(np.concatenate([w.E[i].ravel(), w.r[i]]), X) < 1e-14, (kernel, i, b.jtype)
+        assert rel_err(w.X(i), x_up(b, q)) < TOL
+
+
+# ------------------------------------------------------------------ LᵀDL elimination tree
+
+def brute_force_fill(model, seed=0):
+    """Nonzero pattern of L from a dense numeric LᵀDL of a random SPD matrix
+    with H's structural pattern (no cancellation with random numbers)."""
+    P = h_pattern(model)
+    n = model.nv
+    rng = np.random.default_rng(seed)
+    A = np.where(P, rng.uniform(-1, 1, (n, n)), 0.0)
+    H = (A + A.T) / 2 + 2 * n * np.eye(n)
+    L = np.eye(n)
+    for k in range(n - 1, -1, -1):          # dense H = Lᵀ D L, eliminating from the last row
+        L[k, :k] = H[k, :k] / H[k, k]
+        H[:k, :k] -= np.outer(L[k, :k], H[k, :k])
+    return np.abs(np.tril(L, -1)) > 1e-14
+
+
+@pytest.mark.parametrize("seed,n,fb,nmim", [(31, 10, False, 3), (32, 12, True, 3), (34, 14, True, 5),
+                                            (35, 12, False, 0), (36, 8, True, 0)])
+def test_dof_elimination_tree_against_brute_force(seed, n, fb, nmim):
+    m = rbd.Model.from_urdf(random_tree_urdf(seed, n, types=ALL_TYPES, mimic=nmim, massless_root=False),
+                            floating_base=fb)
+    md = m.md
+    o = int(md[layout.H_OFF_BODY])
+    rows = md[o:o + m.nbodies * layout.NCOL].reshape(m.nbodies, layout.NCOL)
+    lam = np.asarray(dof_elimination_tree(list(rows), m.nv), dtype=int)
+    assert np.array_equal(lam, elimination_tree(h_pattern(m)))
+    # every fill-in entry of L lies on the row's ancestor chain, and the
+    # nearest one is λ(k): what the sparse LᵀDL relies on
+    F = brute_force_fill(m)
+    for k in range(m.nv):
+        chain, j = [], lam[k]
+        while j >= 0:
+            chain.append(j)
+            j = lam[j]
+        assert set(np.flatnonzero(F[k])) <= set(chain), k
+        if F[k].any():
+            assert lam[k] == np.flatnonzero(F[k]).max()
+        # and the model stores exactly this chain
+        s, e = layout.ancestors(md, k)
+        assert [int(x) for x in md[s:e]] == chain
+    if nmim == 0 and not fb:
+        # no mimic: λ is the kinematic tree's DOF parent
+        tree = bodies(m)
+        for b in tree:
+            first = b.dofs[0]
+            p = b.parent
+            want = tree[p].dofs[-1] if p >= 0 else -1
+            assert lam[first] == want
+
+
+# ------------------------------------------------------------------ Model.with_gravity
+
+def test_with_gravity(model):
+    q, _, _ = random_state(model, np.random.default_rng(7))
+    g2 = np.array([1.0, -2.0, 3.5])
+    m2 = model.with_gravity(g2)
+    assert np.array_equal(m2.gravity, g2) and np.array_equal(model.gravity, [0.0, 0.0, -9.81])
+    assert np.array_equal(np.delete(m2.md, range(layout.H_GRAV, layout.H_GRAV + 3)),
+                          np.delete(model.md, range(layout.H_GRAV, layout.H_GRAV + 3)))
+    assert not m2.md.flags.writeable
+    assert m2.workspace() is not model.workspace()
+    assert rel_err(rbd.gravity(m2, q), ref.gravity(m2, q)) < 1e-9
+    assert rel_err(rbd.gravity(model, q), ref.gravity(model, q)) < 1e-9
+    assert rel_err(rbd.gravity(m2.with_gravity([0, 0, 0]), q), np.zeros(model.nv)) == 0.0
+    for bad in ([1.0, 2.0], [0.0, np.nan, 0.0], "down"):
+        with pytest.raises(ValueError, match="gravity"):
+            model.with_gravity(bad)
+
+
+# ------------------------------------------------------------------ workspace layout
+
+@pytest.mark.parametrize("nb,nvf,nmim", [(0, 0, 0), (1, 6, 0), (7, 12, 2), (40, 45, 5)])
+def test_workspace_regions_are_disjoint(nb, nvf, nmim):
+    offs = layout.region_offsets(nb, nvf, nmim)
+    sizes = [nb * layout.W_RNEA, nb * layout.W_WORLD, nb * layout.W_IC, nb * layout.W_ABA, nb * layout.W_COR,
+             layout.TMP, nvf * nvf, 8 * nvf, nvf * nmim, nmim * nmim + 2 * nmim + 8]
+    assert offs[0] == 0
+    for k, size in enumerate(sizes):
+        assert offs[k + 1] - offs[k] == size      # each region ends where the next starts
+    assert offs[-1] == offs[9] + sizes[9]
+
+
+def test_slots_fit_their_regions():
+    from rbd_ros.core.algorithms import aba, coriolis, rnea
+    def disjoint(slots, width):
+        ivs = sorted(slots)
+        assert ivs[0][0] >= 0 and ivs[-1][1] <= width
+        assert all(a[1] <= b[0] for a, b in zip(ivs[:-1], ivs[1:], strict=True))
+    disjoint([(rnea.X_, rnea.X_ + 12), (rnea.V_, rnea.V_ + 6), (rnea.A_, rnea.A_ + 6), (rnea.F_, rnea.F_ + 6)],
+             layout.W_RNEA)
+    disjoint([(aba.IA_, aba.IA_ + 36), (aba.PA_, aba.PA_ + 6), (aba.C_, aba.C_ + 6), (aba.U_, aba.U_ + 36),
+              (aba.D_, aba.D_ + 36), (aba.u_, aba.u_ + 6)], layout.W_ABA)
+    disjoint([(coriolis.SW_, coriolis.SW_ + 36), (coriolis.SD_, coriolis.SD_ + 36),
+              (coriolis.IC_, coriolis.IC_ + 36), (coriolis.BC_, coriolis.BC_ + 36)], layout.W_COR)
+
+
+@pytest.mark.parametrize("kernel", list(KERNELS))
+def test_kernels_stay_inside_workspace_size(model, kernel):
+    """Run each kernel in a workspace of exactly workspace_size numbers
+    followed by a sentinel tail: the tail is never written."""
+    size = layout.workspace_size(model.md)
+    assert size == model.workspace().size
+    big = np.full(size + 64, SENTINEL)
+    model._tls.ws = big[:size]          # this thread's workspace, with a guard behind it
+    try:
+        q, v, a = random_state(model, np.random.default_rng(8))
+        KERNELS[kernel](model, q, v, a)
+        assert np.all(big[size:] == SENTINEL)
+        assert np.any(big[:size] != SENTINEL)          # the kernel did use this workspace
+    finally:
+        del model._tls.ws
+
+
+# ------------------------------------------------------------------ inspect.workspace_views
+
+def test_workspace_views_after_rnea(model):
+    q, v, a = random_state(model, np.random.default_rng(9))
+    rbd.rnea(model, q, v, a)
+    w = workspace_views(model)
+    assert np.shares_memory(w.v, model.workspace())
+    _, r = id_sweeps(model, q, v, a)
+    for i in range(model.nbodies):
+        assert rel_err(w.X(i), r["X"][i]) < TOL
+        assert rel_err(w.v[i], r["v"][i]) < 1e-10
+        assert rel_err(w.a[i], r["a"][i]) < 1e-10
+        assert rel_err(w.f[i], r["f"][i]) < 1e-10
+        assert set(w.body(i)) >= {"E", "r", "v", "a", "f", "E0", "r0", "IA"}
+
+
+def test_workspace_views_after_crba_and_forward_dynamics(model):
+    q, v, tau = random_state(model, np.random.default_rng(10))
+    H = rbd.crba(model, q)
+    w = workspace_views(model)
+    tree = bodies(model)
+    Xup = [x_up(b, q) for b in tree]
+    X0 = world_transforms(tree, Xup)
+    IC = composite_inertias(tree, Xup)
+    for i in range(model.nbodies):
+        assert rel_err(w.X0(i), X0[i]) < TOL
+        R, p = w.placement(i)              # oMi: body i's frame in the world
+        assert rel_err(S6.plux(R.T, p), X0[i]) < TOL
+        assert rel_err(S6.inertia(w.Ic_m[i], w.Ic_h[i], w.Ic_Ibar[i]), IC[i]) < 1e-10
+    rbd.forward_dynamics(model, q, v, tau)
+    assert rel_err(w.H, ref.ltdl(model, H)) < 1e-9
+
+
+def test_workspace_views_after_aba(model):
+    """aba keeps velocities in the world frame: v_world = X0^-1 v_body."""
+    q, v, tau = random_state(model, np.random.default_rng(11))
+    rbd.aba(model, q, v, tau)
+    w = workspace_views(model)
+    _, r = id_sweeps(model, q, v, np.zeros(model.nv))
+    X0 = world_transforms(bodies(model), r["X"])
+    for i in range(model.nbodies):
+        assert rel_err(w.X0(i), X0[i]) < TOL
+        assert rel_err(w.v[i], np.linalg.solve(X0[i], r["v"][i])) < 1e-10
