@@ -102,10 +102,11 @@ class Runtime:
             if nq == 7 and nv == 6:  # free-flyer: floating_base's root_joint or a URDF floating
                 if iq != 0 or iv != 0:
                     raise rbd.ModelError(
-                        f"joint {jn!r}: a floating joint that is not the root of the tree is not "
-                        "supported by the node: its topics and services carry one floating base, "
-                        "the first joint of the model (floating_base: true, or a URDF floating "
-                        "joint from the root link, but not both)")
+                        f"joint {jn!r}: a floating joint that is not the model's first joint is "
+                        "not supported by the node: its topics and services carry one floating "
+                        "base, the first joint, which moves the whole robot (floating_base: true, "
+                        "or a URDF floating joint from the root link that is the root's only "
+                        "moving child -- not both)")
                 self.floating = True
                 self.base_joint = jn
                 continue
