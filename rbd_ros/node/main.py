@@ -3,7 +3,8 @@
 Signals: the first SIGINT/SIGTERM stops the node (rclpy shuts its context down and
 a KeyboardInterrupt unwinds a start-up still in progress); any further ones
 (``ros2 launch`` forwards a terminal Ctrl-C that the node got already) are ignored
-while it shuts down, so it exits with code 0 and no traceback."""
+while it shuts down -- also during the interpreter's exit --, so it exits with
+code 0 and no traceback."""
 import signal
 import sys
 
@@ -46,6 +47,10 @@ def main(args=None):
             node.destroy()
         if "rclpy" in sys.modules:
             sys.modules["rclpy"].try_shutdown()
+        # Python's finalisation resets signals with a Python handler to SIG_DFL, so a
+        # late SIGINT would kill the exiting process (exit code -2); ignored ones stay so.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     return 0
 
 
