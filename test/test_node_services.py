@@ -16,7 +16,7 @@ import rbd_ros.core as rbd
 from rbd_ros_interfaces.srv import (ForwardDynamics, ForwardDynamicsTrajectory, InverseDynamics,
                                     InverseDynamicsTrajectory)
 from ros_harness import (ARM_JOINTS, ROOT, JointState, NodeProcess, joint_state,
-                         publish_until, read_arm_urdf, stamp_key, unique_ns)
+                         publish_until, read_arm_urdf, stamp_key, unique_ns, wait_for)
 
 TOL = 1e-9
 PERM = [4, 0, 6, 2, 1, 5, 3]  # request order != model order
@@ -275,16 +275,10 @@ def reliable_node(client):
     n.stop()
 
 
-@pytest.mark.parametrize("qos", ["best_effort", "reliable"])
-def test_stream_keeps_flowing_during_10k_trajectory(client, qos, request):
-    """500 Hz joint states while another process asks for a 10 000-point ID trajectory:
-    the torque stream keeps flowing (no hole, short round trips).  Best effort
-    (sensor-data QoS, depth 5) may lose a few inputs while the machine (2 cores) is busy
-    with the query -- the newest state is what matters; reliable must lose none.
-    The services run in a worker process (default service_process: true): with them in
-    the node's own process, rclpy's deserialisation of the ~2 MB request holds the GIL for
-    ~100 ms here and the control path misses ~50 messages (measured)."""
-    node = request.getfixturevalue("node" if qos == "best_effort" else "reliable_node")
+def stream_during_10k_trajectory(client, node):
+    """500 Hz joint states while another process asks for a 10 000-point ID trajectory.
+    Returns the caller's result, {stamp: send time}, the outputs received with their
+    receive times."""
     rec = client.record(JointState, node.topic("gravity_torques_state"))
     pub = client.publisher(JointState, f"/{node.ns}/joint_states")
     q0 = np.linspace(-0.4, 0.4, 7)
@@ -315,19 +309,64 @@ def test_stream_keeps_flowing_during_10k_trajectory(client, qos, request):
     caller.stdin.write("go\n")
     caller.stdin.flush()
     result = json.loads(caller.stdout.readline())
-    time.sleep(0.5)
+    # the sentinel: the stream goes on after the call until an input sent after it is
+    # answered (reliable: everything before it was delivered by then)
+    t_after = time.monotonic()
+    wait_for(lambda: any(sent.get(stamp_key(m.header.stamp), 0) > t_after + 0.1
+                         for m in rec.snapshot()[0][-20:]), timeout=10)
     stop.set()
     th.join()
     caller.wait(30)
     assert result["success"], result
     assert result["points"] == 10_000 and result["max_err"] <= TOL, result
-
     msgs, times = rec.snapshot()
+    return result, dict(sent), msgs, times
+
+
+def _during(result, sent, msgs, times):
     t0, t1 = result["t_start"], result["t_end"]  # same monotonic clock (one machine)
-    lat = [t - sent[stamp_key(m.header.stamp)] for m, t in zip(msgs, times)
-           if stamp_key(m.header.stamp) in sent and t0 <= sent[stamp_key(m.header.stamp)] <= t1]
+    pairs = [(sent[stamp_key(m.header.stamp)], t) for m, t in zip(msgs, times)
+             if stamp_key(m.header.stamp) in sent and t0 <= sent[stamp_key(m.header.stamp)] <= t1]
     n_sent = sum(1 for t in sent.values() if t0 <= t <= t1)
-    lat = np.array(lat)
+    return t0, t1, pairs, n_sent
+
+
+@pytest.mark.parametrize("qos", ["best_effort", "reliable"])
+def test_stream_keeps_flowing_during_10k_trajectory(client, qos, request):
+    """The torque stream keeps flowing while another process asks for a 10 000-point ID
+    trajectory: (nearly) every input sent during the call is answered, in every quarter
+    of the call.  Best effort (sensor-data QoS, depth 5) may lose a few inputs while the
+    machine (2 cores) is busy with the query -- the newest state is what matters.  No
+    timing bounds here: those are in test_stream_latency_during_10k_trajectory (-m perf).
+    The services run in a worker process (default service_process: true)."""
+    node = request.getfixturevalue("node" if qos == "best_effort" else "reliable_node")
+    result, sent, msgs, times = stream_during_10k_trajectory(client, node)
+    t0, t1, pairs, n_sent = _during(result, sent, msgs, times)
+    print(f"[{qos}] 10k-point ID call {result['call_s'] * 1e3:.0f} ms; stream during the call: "
+          f"{len(pairs)}/{n_sent} answered")
+    assert result["call_s"] > 0.05  # the query was real work, so the checks mean something
+    assert n_sent >= 0.8 * result["call_s"] / 0.002
+    assert len(pairs) >= 0.95 * n_sent, (len(pairs), n_sent)
+    quarter = (t1 - t0) / 4
+    for k in range(4):
+        lo, hi = t0 + k * quarter, t0 + (k + 1) * quarter
+        n_k = sum(1 for t in sent.values() if lo <= t < hi)
+        got_k = sum(1 for ts, _ in pairs if lo <= ts < hi)
+        assert got_k >= 0.5 * n_k, (k, got_k, n_k)  # not stalled for a quarter
+
+
+@pytest.mark.perf
+@pytest.mark.parametrize("qos", ["best_effort", "reliable"])
+def test_stream_latency_during_10k_trajectory(client, qos, request):
+    """Timing of the same run (a benchmark; ``pytest -m perf``): short round trips, no
+    hole in the output, and reliable loses nothing (its depth-10 queues overflow only if
+    the node or the client stalls for ~20 ms).  With the services in the node's own
+    process, rclpy's deserialisation of the ~2 MB request holds the GIL for ~100 ms here
+    and the control path misses ~50 messages (measured)."""
+    node = request.getfixturevalue("node" if qos == "best_effort" else "reliable_node")
+    result, sent, msgs, times = stream_during_10k_trajectory(client, node)
+    t0, t1, pairs, n_sent = _during(result, sent, msgs, times)
+    lat = np.array([tr - ts for ts, tr in pairs])
     during = sorted(t for t in times if t0 <= t <= t1)
     edges = [t0] + during + [t1]
     max_gap = max(b - a for a, b in zip(edges, edges[1:]))
@@ -335,11 +374,7 @@ def test_stream_keeps_flowing_during_10k_trajectory(client, qos, request):
           f"{len(lat)}/{n_sent} answered, round trip p50 {np.median(lat) * 1e3:.2f} ms "
           f"p99 {np.percentile(lat, 99) * 1e3:.2f} ms max {lat.max() * 1e3:.2f} ms, "
           f"longest output gap {max_gap * 1e3:.1f} ms")
-    assert result["call_s"] > 0.05  # the query was real work, so the checks mean something
-    assert n_sent >= 0.8 * result["call_s"] / 0.002
     assert max_gap < 0.05, max_gap
     assert np.percentile(lat, 99) < 0.02 and lat.max() < 0.1, lat.max()
     if qos == "reliable":
         assert len(lat) == n_sent, (len(lat), n_sent)
-    else:
-        assert len(lat) >= 0.95 * n_sent, (len(lat), n_sent)

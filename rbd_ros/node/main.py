@@ -1,26 +1,56 @@
-"""``ros2 run rbd_ros dynamics_node [--ros-args ...]``"""
+"""``ros2 run rbd_ros dynamics_node [--ros-args ...]``
+
+Signals: the first SIGINT/SIGTERM stops the node (rclpy shuts its context down and
+a KeyboardInterrupt unwinds a start-up still in progress); any further ones
+(``ros2 launch`` forwards a terminal Ctrl-C that the node got already) are ignored
+while it shuts down -- also during the interpreter's exit --, so it exits with
+code 0 and no traceback."""
+import signal
 import sys
 
 
+class _Once:
+    """Python-level SIGINT/SIGTERM handler: KeyboardInterrupt the first time, nothing after.
+    Installed before rclpy.init, whose own handler (shut down the context, wake the
+    executors) runs first and then chains to this one."""
+
+    def __init__(self):
+        self.fired = False
+
+    def __call__(self, signum, frame):
+        if self.fired:
+            return
+        self.fired = True
+        raise KeyboardInterrupt
+
+
 def main(args=None):
-    from rbd_ros.node import quiet_numba_cache_warnings
-    quiet_numba_cache_warnings()
-    import rclpy
-
-    from rbd_ros.node.dynamics_node import DEFAULT_NAME, DynamicsNode
-
-    rclpy.init(args=sys.argv if args is None else args)
+    once = _Once()
+    signal.signal(signal.SIGINT, once)
+    signal.signal(signal.SIGTERM, once)
     node = None
     try:
+        from rbd_ros.node import quiet_numba_cache_warnings
+        quiet_numba_cache_warnings()
+        import rclpy
+
+        from rbd_ros.node.dynamics_node import DEFAULT_NAME, DynamicsNode
+
+        rclpy.init(args=sys.argv if args is None else args)
         node = DynamicsNode(node_name=DEFAULT_NAME)
         node.spin()
     except KeyboardInterrupt:
         pass
     finally:
+        once.fired = True  # from here on, signals are ignored: finish the shutdown
         if node is not None:
             node.destroy()
-        if rclpy.ok():
-            rclpy.shutdown()
+        if "rclpy" in sys.modules:
+            sys.modules["rclpy"].try_shutdown()
+        # Python's finalisation resets signals with a Python handler to SIG_DFL, so a
+        # late SIGINT would kill the exiting process (exit code -2); ignored ones stay so.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     return 0
 
 

@@ -108,13 +108,22 @@ class Runtime:
         self.model = model
         self.source = source
         self.floating = False
+        self.base_joint = None  # name of the free-flyer joint when floating
+        self.options = {}       # build options (build_runtime), resent to the service worker
+        self.fd_error = None    # why forward dynamics is unavailable (warm_up), or None
         dof_names, dof_q, dof_v = [], [], []
         for jn, nq, nv, iq, iv in zip(model.joint_names, model.joint_nq, model.joint_nv,
                                       model.idx_q, model.idx_v):
-            if jn == FREE_FLYER and nv == 6:
+            if nq == 7 and nv == 6:  # free-flyer: floating_base's root_joint or a URDF floating
                 if iq != 0 or iv != 0:
-                    raise rbd.ModelError("free-flyer joint is not first in the model")
+                    raise rbd.ModelError(
+                        f"joint {jn!r}: a floating joint that is not the model's first joint is "
+                        "not supported by the node: its topics and services carry one floating "
+                        "base, the first joint, which moves the whole robot (floating_base: true, "
+                        "or a URDF floating joint from the root link that is the root's only "
+                        "moving child -- not both)")
                 self.floating = True
+                self.base_joint = jn
                 continue
             if nq == 1 and nv == 1:
                 dof_names.append(jn)
@@ -286,7 +295,13 @@ class Runtime:
                               self.b if bias else None, self.h if inertia else None)
 
     def warm_up(self) -> None:
-        """Run every kernel once (numba compilation happens here, not on the first message)."""
+        """Run every kernel once (numba compilation happens here, not on the first message).
+
+        Forward dynamics needs a non-singular H; a model whose H is singular (a link
+        without ``<inertial>`` moved by a joint: a massless leaf) still has g, b, H and
+        inverse dynamics.  Its forward dynamics failure is kept in ``fd_error`` (the
+        services then refuse forward dynamics requests one by one) instead of refusing
+        the model."""
         model = self.model
         q = np.array(model.neutral(), dtype=np.float64)
         z = np.zeros(model.nv)
@@ -296,13 +311,17 @@ class Runtime:
         rbd.compensation_into(model, q, z, self.out_v, np.empty(self.nout), np.empty(self.nout),
                               np.empty(self.nout * self.nout))
         rbd.rnea(model, q, z, z)
-        rbd.forward_dynamics(model, q, z, z)
         qb, zb = np.tile(q, (2, 1)), np.zeros((2, model.nv))
         rbd.rnea(model, qb, zb, zb)
-        rbd.forward_dynamics(model, qb, zb, zb)
         fe = np.zeros((len(model.link_names), 6))
         rbd.rnea(model, q, z, z, f_ext=fe, f_ext_frame="world")
-        rbd.forward_dynamics(model, q, z, z, f_ext=fe, f_ext_frame="local")
+        self.fd_error = None
+        for args, kw in (((q, z, z), {}), ((qb, zb, zb), {}),
+                         ((q, z, z), {"f_ext": fe, "f_ext_frame": "local"})):
+            try:
+                rbd.forward_dynamics(model, *args, **kw)
+            except ValueError as e:  # singular H at the neutral pose
+                self.fd_error = str(e)
 
 
 def build_runtime(urdf_text: str, *, floating_base: bool, mimic: bool, gravity, joints,

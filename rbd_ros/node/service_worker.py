@@ -6,47 +6,50 @@ which a thread of the same process (the control path) cannot run.  A child
 process has its own interpreter and its own DDS participant, so long queries
 never stall the torque stream.
 
-The parent (DynamicsNode) starts ``python -m rbd_ros.node.service_worker
-NODE_FQN THREADS EXPECT_MODEL`` and writes one JSON line per model change to its stdin:
-``{"urdf": ..., "where": ..., "floating_base": ..., "mimic": ..., "gravity": [...]}``.
-The worker creates the services under NODE_FQN (``NODE_FQN/inverse_dynamics``
-etc.) -- after loading the first model when EXPECT_MODEL is 1 --, answers them with ``rbd_ros.node.services`` and reports on stdout with
-JSON lines (``{"event": "ready"}``, ``{"event": "model", ...}``).  It exits
-when its stdin closes (the parent is gone) or on SIGINT/SIGTERM.
+The node (worker_client.WorkerClient) starts it and talks to it with the line
+protocol of protocol.py: model commands on stdin, events on stdout.  The worker
+creates the services under NODE_FQN (``NODE_FQN/inverse_dynamics`` etc.) -- after
+loading the first model when EXPECT_MODEL is 1 --, answers them with
+``rbd_ros.node.services``, and exits when its stdin closes (the node is gone or
+stopping) or on SIGTERM.  SIGINT is ignored: the node runs it in a session of
+its own, and a Ctrl-C (possibly several, under ``ros2 launch``) is the node's to
+handle -- the worker then ends with the node, without a traceback.
 """
 from __future__ import annotations
 
-import json
 import os
+import signal
 import sys
 import threading
 
 
-def _report(**kw):
+def _report(line: str):
     try:
-        sys.stdout.write(json.dumps(kw) + "\n")
+        sys.stdout.write(line + "\n")
         sys.stdout.flush()
     except (OSError, ValueError):  # the parent is gone; stdin EOF ends the worker
         pass
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    node_fqn, threads = argv[0], int(argv[1])
-    expect_model = len(argv) > 2 and argv[2] == "1"
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from rbd_ros.node import protocol
+    args = protocol.parse_argv(sys.argv[1:] if argv is None else argv)
     from rbd_ros.node import quiet_numba_cache_warnings
     quiet_numba_cache_warnings()
     import numba
     import rclpy
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+    from rclpy.signals import SignalHandlerOptions
 
     from rbd_ros.node import runtime as rtm
-    from rbd_ros.node.dynamics_node import create_dynamics_services, freeze_heap
+    from rbd_ros.node.heap import freeze_heap
+    from rbd_ros.node.services import create_dynamics_services
 
-    if threads > 0:
-        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-    rclpy.init(args=[])
-    ns, _, base = node_fqn.rpartition("/")
+    if args.threads > 0:
+        numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
+    rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO)
+    ns, _, base = args.node_fqn.rpartition("/")
     node = rclpy.create_node(base + "_services", namespace=ns or "/",
                              use_global_arguments=False, start_parameter_services=False)
     log = node.get_logger()
@@ -54,16 +57,13 @@ def main(argv=None):
 
     def load(line):
         try:
-            cmd = json.loads(line)
-            rt = rtm.build_runtime(cmd["urdf"], floating_base=cmd["floating_base"],
-                                   mimic=cmd["mimic"], gravity=cmd["gravity"], joints=(),
-                                   source=cmd["where"])
+            rt = rtm.build_runtime(joints=(), **protocol.parse_model_command(line))
         except Exception as e:  # the parent validated it; report, keep the old model
             log.error(f"service worker could not build the model: {e}")
-            _report(event="model", ok=False, error=str(e))
+            _report(protocol.event_model(False, error=str(e)))
             return
         state["runtime"] = rt
-        _report(event="model", ok=True, name=rt.model.name, dof=rt.ndof)
+        _report(protocol.event_model(True, name=rt.model.name, dof=rt.ndof))
 
     stop = threading.Event()
     wake = node.create_guard_condition(lambda: None)  # wakes the executor when stop is set
@@ -81,21 +81,21 @@ def main(argv=None):
             stop.set()
             wake.trigger()
 
-    if expect_model:  # the node has a model already: no service before it is loaded here
+    if args.expect_model:  # the node has a model already: no service before it is loaded here
         line = sys.stdin.readline()
         if not line:
             return 0
         load(line)
-    create_dynamics_services(node, node_fqn, lambda: state["runtime"], log)
+    create_dynamics_services(node, args.node_fqn, lambda: state["runtime"], log)
     threading.Thread(target=read_models, daemon=True, name="model_reader").start()
     ex = SingleThreadedExecutor()
     ex.add_node(node)
     freeze_heap()
-    _report(event="ready")
+    _report(protocol.event_ready())
     try:
         while rclpy.ok() and not stop.is_set():
             ex.spin_once(timeout_sec=1.0)  # idle bound only: work and ``wake`` end the wait
-    except (KeyboardInterrupt, ExternalShutdownException):
+    except ExternalShutdownException:
         pass
     finally:
         node.destroy_node()

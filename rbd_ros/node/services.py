@@ -292,3 +292,36 @@ def inverse_dynamics_trajectory(rt, req, resp):
 def forward_dynamics_trajectory(rt, req, resp):
     return _trajectory(rt, req, resp, rbd.forward_dynamics, "effort", "accelerations", "acceleration",
                        ("base_wrenches", _wrench6), ("base_accelerations", Accel))
+
+
+def create_dynamics_services(node, base_name: str, get_runtime, log):
+    """The four services under ``base_name`` (the dynamics node's fully qualified name),
+    answered with the runtime returned by get_runtime().  Used by the node (in-process
+    services) and by the service worker.  ImportError if rbd_ros_interfaces is missing."""
+    from rbd_ros_interfaces import srv as isrv
+
+    from rbd_ros.node.names import SRV_FD, SRV_FD_TRAJ, SRV_ID, SRV_ID_TRAJ
+    table = [
+        (isrv.InverseDynamics, SRV_ID, inverse_dynamics),
+        (isrv.InverseDynamicsTrajectory, SRV_ID_TRAJ, inverse_dynamics_trajectory),
+        (isrv.ForwardDynamics, SRV_FD, forward_dynamics),
+        (isrv.ForwardDynamicsTrajectory, SRV_FD_TRAJ, forward_dynamics_trajectory),
+    ]
+    services = []
+    for srv_type, rel, fn in table:
+        name = base_name.rstrip("/") + "/" + rel[2:]
+
+        def callback(request, response, fn=fn, name=name):
+            try:
+                response = fn(get_runtime(), request, response)
+            except Exception as e:  # never let a request kill the node
+                response.success = False
+                response.message = f"internal error: {type(e).__name__}: {e}"
+                log.error(f"{name}: {response.message}")
+            if not response.success:
+                log.warning(f"{name}: request refused: {response.message}",
+                            throttle_duration_sec=1.0)
+            return response
+
+        services.append(node.create_service(srv_type, name, callback))
+    return services

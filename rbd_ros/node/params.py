@@ -1,0 +1,156 @@
+"""The node's parameters: the declaration table and a typed snapshot (``Params``).
+
+``declare(node)`` declares every parameter; ``read(node)`` returns a ``Params``;
+``Params.updated(changes)`` is the snapshot a set-parameters request would give
+(the on-set callback validates and builds from it before accepting).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+
+from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, ParameterType
+from rclpy.exceptions import ParameterUninitializedException
+from rclpy.parameter import Parameter
+
+from rbd_ros.node import runtime as rtm
+
+# changing one of these rebuilds the model (off the control path) and swaps it in
+STRUCTURAL = ("robot_description", "urdf_file", "joints", "gravity", "floating_base", "mimic")
+
+
+def _desc(text, ptype, read_only=False, **kw):
+    return ParameterDescriptor(description=text, type=ptype, read_only=read_only, **kw)
+
+
+PARAMETERS = [
+    # name, default, descriptor
+    ("robot_description", "", _desc(
+        "URDF XML of the robot. Non-empty: used instead of waiting for the robot_description "
+        "topic (a later topic message still replaces it).", ParameterType.PARAMETER_STRING)),
+    ("urdf_file", "", _desc(
+        "Path of a URDF file, or the name of a robot bundled with rbd_ros (rbd_arm7). Used when "
+        "robot_description is empty.", ParameterType.PARAMETER_STRING)),
+    ("joints", Parameter.Type.STRING_ARRAY, _desc(
+        "Output joint order (and subset) of the torque and inertia topics; unset or empty: every "
+        "DOF of the model in model order.", ParameterType.PARAMETER_STRING_ARRAY)),
+    ("gravity", [0.0, 0.0, -9.81], _desc(
+        "Gravity vector in the root/world frame (m/s^2), 3 numbers; tilt it for wall or "
+        "inclined mounts.", ParameterType.PARAMETER_DOUBLE_ARRAY)),
+    ("floating_base", False, _desc(
+        "Add a free-flyer root joint (legged/mobile robots). The topic path keeps the base at the "
+        "world origin, upright and at rest; the single-state services take base_pose etc.",
+        ParameterType.PARAMETER_BOOL)),
+    ("mimic", True, _desc(
+        "Honour URDF <mimic> joints (not DOFs; their torque folds into the master). false: mimic "
+        "joints are independent DOFs.", ParameterType.PARAMETER_BOOL)),
+    ("publish_bias", True, _desc(
+        "Also publish the bias torques C(q,qd)qd + g(q).", ParameterType.PARAMETER_BOOL)),
+    ("publish_inertia", True, _desc(
+        "Also publish the joint-space inertia matrix H(q).", ParameterType.PARAMETER_BOOL)),
+    ("joint_states_reliable", False, _desc(
+        "Subscribe to joint_states with reliable QoS (depth 10) instead of sensor-data QoS "
+        "(best effort, depth 5).", ParameterType.PARAMETER_BOOL, read_only=True)),
+    ("max_state_age", 0.1, _desc(
+        "Compute only when every DOF has a position received no longer than this many seconds "
+        "ago (0: no age limit).", ParameterType.PARAMETER_DOUBLE,
+        floating_point_range=[FloatingPointRange(from_value=0.0, to_value=3600.0)])),
+    ("max_publish_rate", 0.0, _desc(
+        "Upper limit of the output rate in Hz (0: compute and publish on every joint_states "
+        "message).", ParameterType.PARAMETER_DOUBLE,
+        floating_point_range=[FloatingPointRange(from_value=0.0, to_value=100000.0)])),
+    ("diagnostics_period", 1.0, _desc(
+        "Period of the /diagnostics status in seconds.", ParameterType.PARAMETER_DOUBLE,
+        read_only=True)),
+    ("service_threads", 0, _desc(
+        "numba threads for batch (trajectory) service work; 0: one less than the CPU count "
+        "(at least 1), so a long query leaves a core to the control path.",
+        ParameterType.PARAMETER_INTEGER, read_only=True)),
+    ("service_process", True, _desc(
+        "Serve the dynamics services from a worker process (own interpreter and DDS "
+        "participant): long trajectory requests then never stall the torque stream. false: "
+        "serve them from the background thread of this process.",
+        ParameterType.PARAMETER_BOOL, read_only=True)),
+    ("control_executor", "events", _desc(
+        "Executor of the control path: 'events' (rclpy.experimental.EventsExecutor, in a "
+        "spin_once loop; falls back to 'single' where rclpy lacks it) or 'single' (rclpy "
+        "SingleThreadedExecutor).", ParameterType.PARAMETER_STRING, read_only=True)),
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class Params:
+    """One consistent snapshot of every parameter (field names = parameter names)."""
+    robot_description: str = ""
+    urdf_file: str = ""
+    joints: tuple = ()
+    gravity: tuple = (0.0, 0.0, -9.81)
+    floating_base: bool = False
+    mimic: bool = True
+    publish_bias: bool = True
+    publish_inertia: bool = True
+    joint_states_reliable: bool = False
+    max_state_age: float = 0.1
+    max_publish_rate: float = 0.0
+    diagnostics_period: float = 1.0
+    service_threads: int = 0
+    service_process: bool = True
+    control_executor: str = "events"
+
+    @classmethod
+    def from_values(cls, values: dict) -> "Params":
+        v = dict(values)
+        v["joints"] = tuple(v.get("joints") or ())
+        v["gravity"] = tuple(float(x) for x in v.get("gravity", cls.gravity))
+        return cls(**v)
+
+    def updated(self, changes) -> "Params":
+        """The snapshot after applying rclpy Parameter objects ``changes``."""
+        return Params.from_values(dict(dataclasses.asdict(self),
+                                       **{p.name: p.value for p in changes}))
+
+    # -- derived values
+    @property
+    def min_publish_period(self) -> float:
+        return 1.0 / self.max_publish_rate if self.max_publish_rate > 0 else 0.0
+
+    @property
+    def numba_threads(self) -> int:
+        """service_threads, with 0 meaning one less than the CPU count (at least 1)."""
+        if self.service_threads > 0:
+            return self.service_threads
+        return max(1, (os.cpu_count() or 2) - 1)
+
+    def gravity_error(self):
+        """None, or why the gravity value is refused."""
+        g = self.gravity
+        if len(g) != 3 or not all(math.isfinite(x) for x in g):
+            return f"gravity: expected 3 finite numbers, got {list(g)}"
+        return None
+
+    def description(self):
+        """(URDF text, where it came from) from robot_description or urdf_file, or None.
+        Raises ValueError/OSError if urdf_file names no readable file."""
+        if self.robot_description.strip():
+            return self.robot_description, "parameter robot_description"
+        if self.urdf_file.strip():
+            path = rtm.resolve_urdf_file(self.urdf_file.strip())
+            with open(path) as f:
+                return f.read(), f"file {path}"
+        return None
+
+
+def declare(node) -> None:
+    for name, default, descriptor in PARAMETERS:
+        node.declare_parameter(name, default, descriptor)
+
+
+def read(node) -> Params:
+    values = {}
+    for name, _, _ in PARAMETERS:
+        try:
+            values[name] = node.get_parameter(name).value
+        except ParameterUninitializedException:  # joints: declared without a value
+            values[name] = None
+    return Params.from_values(values)

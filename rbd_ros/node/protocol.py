@@ -1,0 +1,73 @@
+"""The line protocol between the node (worker_client.py) and its service worker
+process (service_worker.py), defined once for both sides.
+
+* command line: ``python -m rbd_ros.node.service_worker NODE_FQN THREADS EXPECT_MODEL``
+  (``worker_argv`` / ``parse_argv``).
+* node -> worker (stdin), one JSON object per line, one per model change
+  (``model_command`` / ``parse_model_command``):
+  ``{"urdf": ..., "where": ..., "floating_base": ..., "mimic": ..., "gravity": [...]}``.
+  Closing stdin tells the worker to exit.
+* worker -> node (stdout), one JSON object per line (``event_*`` / ``parse_event``):
+  ``{"event": "ready"}`` once its services exist;
+  ``{"event": "model", "ok": true, "name": ..., "dof": ...}`` or
+  ``{"event": "model", "ok": false, "error": ...}`` after each model command.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+
+WORKER_MODULE = "rbd_ros.node.service_worker"
+EVENT_READY = "ready"
+EVENT_MODEL = "model"
+
+
+@dataclass(frozen=True)
+class WorkerArgs:
+    node_fqn: str
+    threads: int
+    expect_model: bool
+
+
+def worker_argv(node_fqn: str, threads: int, expect_model: bool, python=None) -> list:
+    return [python or sys.executable, "-m", WORKER_MODULE, node_fqn, str(int(threads)),
+            "1" if expect_model else "0"]
+
+
+def parse_argv(argv) -> WorkerArgs:
+    return WorkerArgs(argv[0], int(argv[1]), len(argv) > 2 and argv[2] == "1")
+
+
+def model_command(urdf: str, where: str, floating_base: bool, mimic: bool, gravity) -> str:
+    return json.dumps({"urdf": urdf, "where": where, "floating_base": bool(floating_base),
+                       "mimic": bool(mimic), "gravity": [float(x) for x in gravity]})
+
+
+def parse_model_command(line: str) -> dict:
+    """The keyword arguments of runtime.build_runtime (but joints) from a command line.
+    Raises ValueError/KeyError on a malformed line."""
+    cmd = json.loads(line)
+    return {"urdf_text": cmd["urdf"], "source": cmd["where"],
+            "floating_base": cmd["floating_base"], "mimic": cmd["mimic"],
+            "gravity": cmd["gravity"]}
+
+
+def event_ready() -> str:
+    return json.dumps({"event": EVENT_READY})
+
+
+def event_model(ok: bool, *, name: str = "", dof: int = 0, error: str = "") -> str:
+    if ok:
+        return json.dumps({"event": EVENT_MODEL, "ok": True, "name": name, "dof": dof})
+    return json.dumps({"event": EVENT_MODEL, "ok": False, "error": error})
+
+
+def parse_event(line: str):
+    """An event dict, or None for a line that is not one (worker output is only ours,
+    but a stray print must not break the reader)."""
+    try:
+        ev = json.loads(line)
+    except ValueError:
+        return None
+    return ev if isinstance(ev, dict) and "event" in ev else None
