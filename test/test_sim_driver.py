@@ -73,16 +73,22 @@ def loop(sim, client):
     return r
 
 
-def test_joint_states_rate_and_content(loop, sim):
-    t = time.monotonic()
+def test_joint_states_rate_and_content(loop, sim, client):
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    proc, ns = sim
+    # a deep queue of its own: the responder keeps only the newest state
+    rec = client.record(JointState, f"{ns}/joint_states",
+                        QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE))
+    assert wait_for(lambda: rec.count() > 10, timeout=10)
+    n0 = rec.count()
     time.sleep(2.0)
-    got = loop.since(t)
+    got = rec.snapshot()[0][n0:]
     assert got, "no joint_states"
-    assert all(s[4] == ARM_JOINTS for s in got)
-    assert all(len(s[1]) == len(s[2]) == len(s[3]) == 7 for s in got)
-    stamps = np.array([s[5] for s in got])
+    assert all(list(m.name) == ARM_JOINTS for m in got)
+    assert all(len(m.position) == len(m.velocity) == len(m.effort) == 7 for m in got)
+    stamps = np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in got])
     assert np.all(np.diff(stamps) >= 0)
-    # rate by the driver's own stamps (what the client receives can lag under load)
+    # rate by the driver's own stamps (what arrives here can lag behind under load)
     span = stamps[-1] - stamps[0]
     rate = (len(stamps) - 1) / span
     print(f"joint_states: {len(got)} in {span:.3f} s of stamps = {rate:.0f} Hz")
@@ -207,3 +213,46 @@ def test_robot_description_published(sim, client):
     rec = client.record(String, f"{ns}/robot_description", QOS_LATCHED)
     assert wait_for(lambda: rec.count() > 0, timeout=5)
     assert rec.latest().data.strip() == open(ARM_URDF).read().strip()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-p", "urdf_file:=/no/such.urdf"], "urdf_file: no such file"),
+    (["-p", "urdf_file:=rbd_arm7", "-p", "initial_positions:=[0.1, 0.2]"],
+     "initial_positions: expected 7 finite numbers"),
+    (["-p", "urdf_file:=rbd_arm7", "-p", "joints:=['joint1', 'elbow']"], "unknown joints ['elbow']"),
+    (["-p", "urdf_file:=rbd_arm7", "-p", "rate:=0.0"], "rate: expected a positive number"),
+])
+def test_bad_parameters_refused_with_reason(args, message):
+    proc = NodeProcess(unique_ns("simbad"), extra_args=args, module_args=("-m", "rbd_ros.sim"))
+    try:
+        proc.proc.wait(60)
+    finally:
+        rc = proc.stop()
+    assert rc == 2, proc.log()
+    assert message in proc.log() and "Traceback" not in proc.log(), proc.log()
+
+
+def test_launch_file_static():
+    """ROS launch is not on PyPI: check the file against the driver's parameters and topics."""
+    import ast
+    import re
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    src = open(os.path.join(root, "launch", "sim.launch.py")).read()
+    tree = ast.parse(src)
+    assert "generate_launch_description" in [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+    node_call, = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+                  and isinstance(n.func, ast.Name) and n.func.id == "Node"]
+    kw = {k.arg: k.value for k in node_call.keywords}
+    assert ast.literal_eval(kw["package"]) == "rbd_ros"
+    assert ast.literal_eval(kw["executable"]) == "sim_driver"
+    assert ast.literal_eval(kw["name"]) == "sim_driver"
+    driver_src = open(os.path.join(root, "rbd_ros", "sim", "driver.py")).read()
+    declared = set(re.findall(r'declare\("(\w+)"', driver_src))
+    params, = kw["parameters"].elts
+    used = {ast.literal_eval(k) for k in params.keys}
+    assert used and used <= declared, used - declared
+    remapped = {ast.literal_eval(t.elts[0]) for t in kw["remappings"].elts}
+    assert remapped == {"joint_states", "effort_command"}
+    assert '"joint_states"' in driver_src and '"effort_command"' in driver_src
+    setup_src = open(os.path.join(root, "setup.py")).read()
+    assert "sim_driver = rbd_ros.sim.driver:main" in setup_src

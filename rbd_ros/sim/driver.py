@@ -213,6 +213,7 @@ class SimDriver:
         k = 0
         next_diag = t0 + self.diag_period
         late_hist = []
+        work_hist = []
         try:
             while not self._stop.is_set():
                 deadline = t0 + k * period
@@ -249,27 +250,32 @@ class SimDriver:
                         js.position, js.velocity, js.effort = self._pos_buf, self._vel_buf, self._eff_buf
                     js.header.stamp = clock.now().to_msg()
                     pub(js)
+                work_hist.append(time.monotonic() - now)
                 if now >= next_diag:
                     next_diag = now + self.diag_period
-                    self._publish_diagnostics(late_hist)
+                    self._publish_diagnostics(late_hist, work_hist)
                     late_hist = []
-                    if not self.context_ok():
-                        break
+                    work_hist = []
+                if k % 100 == 0 and not self.context_ok():   # SIGINT shut the context down
+                    break
         except KeyboardInterrupt:
             pass
         finally:
             self._stop.set()
 
-    def _publish_diagnostics(self, late):
+    def _publish_diagnostics(self, late, work):
         from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
         lat = np.asarray(late) * 1e3 if late else np.zeros(1)
+        wk = np.asarray(work) * 1e6 if work else np.zeros(1)
         st = DiagnosticStatus(level=DiagnosticStatus.OK, name=f"{self.node.get_fully_qualified_name()}",
                               message="simulating", hardware_id=self.model.name)
         values = {"model": self.model.name, "rate_hz": self.rate, "sim_time_s": self.data.time,
                   **self.stats, **self.counts, "command_stale": self._stale,
                   "step_late_p50_ms": float(np.percentile(lat, 50)),
-                  "step_late_p99_ms": float(np.percentile(lat, 99))}
+                  "step_late_p99_ms": float(np.percentile(lat, 99)),
+                  "step_work_p50_us": float(np.percentile(wk, 50)),
+                  "step_work_p99_us": float(np.percentile(wk, 99))}
         st.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
         msg = DiagnosticArray(status=[st])
         msg.header.stamp = self.node.get_clock().now().to_msg()
@@ -288,11 +294,15 @@ def main(args=None):
 
     rclpy.init(args=sys.argv if args is None else args)
     driver = None
+    rc = 0
     try:
         driver = SimDriver()
         driver.run()
     except KeyboardInterrupt:
         pass
+    except ValueError as e:     # bad parameters or robot description (ModelError is one)
+        print(f"[sim_driver] cannot start: {e}", file=sys.stderr)
+        rc = 2
     finally:
         if driver is not None:
             s = driver.stats
@@ -302,7 +312,7 @@ def main(args=None):
             driver.destroy()
         if rclpy.ok():
             rclpy.shutdown()
-    return 0
+    return rc
 
 
 if __name__ == "__main__":
