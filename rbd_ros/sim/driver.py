@@ -92,6 +92,7 @@ class SimDriver:
                                          "simulate URDF mimic joints as independent DOFs "
                                          "(otherwise a URDF with mimic joints is refused)"))
         damping = bool(declare("damping", False, "apply the URDF's joint damping"))
+        integrator = declare("integrator", "rk4", "rk4 (energy-conserving), euler or implicitfast")
         gravity = declare("gravity", [0.0, 0.0, -9.81], "gravity in the world frame, m/s^2")
         self.diag_period = float(declare("diagnostics_period", 1.0, "s between /diagnostics"))
         if not (self.rate > 0 and math.isfinite(self.rate)):
@@ -103,7 +104,8 @@ class SimDriver:
 
         text, self.source = load_description(urdf_file, description)
         self.mjm, self.model = load_urdf(text, mimic_independent=mimic_independent, damping=damping,
-                                         gravity=gravity, timestep=1.0 / self.rate)
+                                         gravity=gravity, timestep=1.0 / self.rate,
+                                         integrator=integrator)
         self.data = mujoco.MjData(self.mjm)
         joints = [j for j in joints if j]
         self.map = JointMap(self.mjm, self.model, joints)
@@ -115,6 +117,7 @@ class SimDriver:
                 raise ValueError(f"initial_positions: expected {nj} finite numbers (one per joint "
                                  f"of {self.joints}) or nothing, got {list(initial)}")
             self.data.qpos[self.map.qpos] = init
+        self.initial_qpos = self.data.qpos.copy()
         mujoco.mj_forward(self.mjm, self.data)
 
         # command: written by the executor thread as one tuple (atomic), read by the loop
@@ -147,7 +150,7 @@ class SimDriver:
             self._desc_pub.publish(String(data=text))
         self.sub = n.create_subscription(Float64MultiArray, "effort_command", self._on_command, 10)
         self.publish_every = 1 if publish_rate == 0 else max(1, round(self.rate / publish_rate))
-        self.stats = {"steps": 0, "overruns": 0, "late_max_ms": 0.0, "resyncs": 0}
+        self.stats = {"steps": 0, "overruns": 0, "late_max_ms": 0.0, "resyncs": 0, "sim_resets": 0}
         self._stop = threading.Event()
         self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(n)
@@ -239,7 +242,10 @@ class SimDriver:
                     self._stale = True
                     self.counts["stale_periods"] += 1
                 d.qfrc_applied[dof] = applied
+                t_sim = d.time
                 mujoco.mj_step(mjm, d)
+                if d.time <= t_sim:     # MuJoCo found a non-finite/huge acceleration and reset d
+                    self._on_reset()
                 k += 1
                 stats["steps"] += 1
                 if stats["steps"] % every == 0:
@@ -262,6 +268,16 @@ class SimDriver:
             pass
         finally:
             self._stop.set()
+
+    def _on_reset(self):
+        """MuJoCo reset the data (unstable simulation): restart from the initial pose, at rest."""
+        self.stats["sim_resets"] += 1
+        self.data.qpos[:] = self.initial_qpos
+        self.data.qvel[:] = 0.0
+        self._mujoco.mj_forward(self.mjm, self.data)
+        self.node.get_logger().error(
+            "the simulation became unstable (non-finite or huge acceleration); restarted from the "
+            "initial pose at rest", throttle_duration_sec=1.0)
 
     def _publish_diagnostics(self, late, work):
         from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
