@@ -208,6 +208,24 @@ def test_bad_commands_dropped_and_counted(loop, sim, client):
     assert "effort command dropped" in proc.log()
 
 
+def test_unstable_simulation_restarts_from_the_initial_pose(loop, sim, client):
+    proc, ns = sim
+    diag = client.record(DiagnosticArray, "/diagnostics")
+    fqn = f"{ns}/sim_driver"
+    assert wait_for(lambda: _diag(diag, fqn), timeout=5)
+    assert int(_diag(diag, fqn)["sim_resets"]) == 0
+    t = time.monotonic()
+    loop.pub.publish(Float64MultiArray(data=[1e12] * 7))    # finite, accepted, far too large
+    assert wait_for(lambda: int(_diag(diag, fqn)["sim_resets"]) > 0, timeout=3), _diag(diag, fqn)
+    time.sleep(0.3)
+    got = loop.since(t)
+    assert all(np.all(np.isfinite(s[1])) and np.all(np.isfinite(s[2])) for s in got)
+    assert any(np.all(s[3] == 1e12) for s in got)              # the command was applied ...
+    near = [float(np.max(np.abs(s[1] - np.asarray(Q0)))) for s in got]
+    assert min(near) < 0.02, near[:20]                        # ... and the arm restarted at Q0
+    assert proc.alive() and "became unstable" in proc.log()
+
+
 def test_robot_description_published(sim, client):
     from ros_harness import QOS_LATCHED
     from std_msgs.msg import String

@@ -15,6 +15,9 @@ and
   zero effort once the latest command is older than ``command_timeout``;
   a command of the wrong length or with NaN/inf is dropped (throttled warning,
   counted in ``/diagnostics``);
+* if MuJoCo finds a non-finite or huge acceleration (e.g. a command of
+  1e12 N·m) it resets its state; the driver then restarts from the initial
+  pose at rest, logs an error and counts ``sim_resets`` in ``/diagnostics``;
 * optionally publishes ``robot_description`` (transient local, like
   robot_state_publisher) and every ``diagnostics_period`` s ``/diagnostics``.
 
@@ -211,6 +214,8 @@ class SimDriver:
         every = self.publish_every
         stats = self.stats
         shared = self._shared
+        bad_acc = d.warning[int(mujoco.mjtWarning.mjWARN_BADQACC)]
+        bad_acc.number = 0
         self._spin_thread.start()
         t0 = time.monotonic()
         k = 0
@@ -242,9 +247,9 @@ class SimDriver:
                     self._stale = True
                     self.counts["stale_periods"] += 1
                 d.qfrc_applied[dof] = applied
-                t_sim = d.time
                 mujoco.mj_step(mjm, d)
-                if d.time <= t_sim:     # MuJoCo found a non-finite/huge acceleration and reset d
+                if bad_acc.number:      # MuJoCo found a non-finite/huge acceleration and reset d
+                    bad_acc.number = 0
                     self._on_reset()
                 k += 1
                 stats["steps"] += 1
