@@ -153,15 +153,17 @@ def test_stale_command_falls_to_zero_effort(loop):
     before = loop.since(time.monotonic() - 0.1)
     assert before and float(np.max(np.abs(before[-1][3]))) > 30.0   # sentinel: effort applied
     loop.set_law(None)
-    t = time.monotonic()
+    t, t_wall = time.monotonic(), time.time()
     assert wait_for(lambda: any(np.all(s[3] == 0.0) for s in loop.since(t)), timeout=TIMEOUT + 2.0)
     time.sleep(0.6)
     got = loop.since(t)
     first_zero = next(i for i, s in enumerate(got) if np.all(s[3] == 0.0))
     assert all(np.all(s[3] == 0.0) for s in got[first_zero:]), "effort came back without commands"
     stamps = np.array([s[5] for s in got])
-    print(f"stale after {stamps[first_zero] - stamps[0]:.3f} s of stamps")
-    assert stamps[first_zero] - stamps[0] > 0.5 * TIMEOUT      # not before the timeout
+    stale_after = stamps[first_zero] - t_wall
+    print(f"zero effort {stale_after:.3f} s after the last command was sent")
+    # not long before the timeout (the last command left up to one client stall earlier)
+    assert 0.3 * TIMEOUT < stale_after < TIMEOUT + 1.0
     # the arm, at rest before, falls once the effort is zero
     t_zero = stamps[first_zero]
     sag = {dt: float(np.max(np.abs(got[int(np.searchsorted(stamps, t_zero + dt))][1] - got[first_zero][1])))

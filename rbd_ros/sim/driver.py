@@ -110,6 +110,10 @@ class SimDriver:
                                          gravity=gravity, timestep=1.0 / self.rate,
                                          integrator=integrator)
         self.data = mujoco.MjData(self.mjm)
+        # MuJoCo's warnings go to the ROS log (by default it appends them to MUJOCO_LOG.TXT in the cwd)
+        logger = self.node.get_logger()
+        mujoco.set_mju_user_warning(
+            lambda text: logger.warning(f"MuJoCo: {text}", throttle_duration_sec=1.0))
         joints = [j for j in joints if j]
         self.map = JointMap(self.mjm, self.model, joints)
         self.joints = self.map.joints
