@@ -242,7 +242,36 @@ def test_robot_description_published(sim, client):
     assert rec.latest().data.strip() == open(ARM_URDF).read().strip()
 
 
+def test_joint_subset_order_and_publish_rate(client):
+    """joints = a subset in another order: states and commands use it; publish_rate thins the states."""
+    ns = unique_ns("simsub")
+    args = ["-p", "urdf_file:=rbd_arm7", "-p", "joints:=['joint7', 'joint2']",
+            "-p", "initial_positions:=[0.3, 0.6]", "-p", "publish_rate:=100.0"]
+    proc = NodeProcess(ns, extra_args=args, module_args=("-m", "rbd_ros.sim"))
+    try:
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+        rec = client.record(JointState, f"/{ns}/joint_states",
+                            QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
+        pub = client.publisher(Float64MultiArray, f"/{ns}/effort_command")
+        assert wait_for(lambda: rec.count() > 5, timeout=30), proc.log()
+        first = rec.snapshot()[0][0]
+        assert list(first.name) == ["joint7", "joint2"]
+        n0 = rec.count()
+        time.sleep(1.5)
+        msgs = rec.snapshot()[0][n0:]
+        stamps = np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in msgs])
+        rate = (len(stamps) - 1) / (stamps[-1] - stamps[0])
+        print(f"publish_rate 100: {rate:.1f} Hz")
+        assert 80 < rate < 105
+        cmd = [0.25, -3.5]
+        assert wait_for(lambda: (pub.publish(Float64MultiArray(data=cmd)) or
+                                 np.array_equal(rec.latest().effort, cmd)), timeout=5, period=0.02)
+    finally:
+        assert proc.stop() == 0, proc.log()
+
+
 @pytest.mark.parametrize("args, message", [
+    (["-p", "urdf_file:=rbd_arm7", "-p", "integrator:=verlet"], "integrator: expected one of"),
     (["-p", "urdf_file:=/no/such.urdf"], "urdf_file: no such file"),
     (["-p", "urdf_file:=rbd_arm7", "-p", "initial_positions:=[0.1, 0.2]"],
      "initial_positions: expected 7 finite numbers"),
