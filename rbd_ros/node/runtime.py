@@ -85,8 +85,10 @@ class Runtime:
 
     DOF names: a 1-DOF joint is its joint name; a planar joint contributes
     ``<joint>/x``, ``<joint>/y``, ``<joint>/theta``; the free-flyer
-    (``floating_base``) is not a named DOF (services carry it in base_* fields,
-    the topic path keeps the base at the neutral pose, at rest).
+    (``floating_base``, or a URDF ``floating`` joint that is the model's first
+    joint) is not a named DOF (services carry it in base_* fields, the topic path
+    keeps the base at the neutral pose, at rest).  Any other floating joint is
+    refused (ModelError): the node has one base.
     """
 
     def __init__(self, model, joints=(), source: str = ""):
