@@ -17,7 +17,6 @@ from numba import njit
 import rbd_ros.core as rbd
 
 BUNDLED_ROBOTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "robots")
-FREE_FLYER = "root_joint"
 
 # reasons a joint-state message is dropped (diagnostics keys)
 DROP_SIZE = "size_mismatch"
