@@ -243,6 +243,20 @@ def test_bad_requests(client, node):
     assert node.alive()
 
 
+def test_overflowing_inputs_name_the_cause(client, node):
+    """Finite but huge inputs: refused as an overflow (naming the input), not blamed on a
+    singular inertia matrix."""
+    q, v, a = state(32)
+    resp = client.call(ForwardDynamics, srv(node, "forward_dynamics"), ForwardDynamics.Request(
+        name=NAMES, position=q.tolist(), velocity=v.tolist(), effort=[1e308] * 7))
+    assert not resp.success and len(resp.acceleration) == 0
+    assert "singular" not in resp.message and "effort" in resp.message, resp.message
+    resp = client.call(InverseDynamics, srv(node, "inverse_dynamics"), InverseDynamics.Request(
+        name=NAMES, position=q.tolist(), velocity=[1e200] * 7, acceleration=a.tolist()))
+    assert not resp.success and len(resp.effort) == 0
+    assert "velocity" in resp.message, resp.message
+
+
 def test_no_model_yet(client):
     """A node waiting for its description answers every service with success=false."""
     n = NodeProcess(unique_ns("nomodel"), {})

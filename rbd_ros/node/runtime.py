@@ -17,7 +17,6 @@ from numba import njit
 import rbd_ros.core as rbd
 
 BUNDLED_ROBOTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "robots")
-FREE_FLYER = "root_joint"
 
 # reasons a joint-state message is dropped (diagnostics keys)
 DROP_SIZE = "size_mismatch"
@@ -100,8 +99,10 @@ class Runtime:
 
     DOF names: a 1-DOF joint is its joint name; a planar joint contributes
     ``<joint>/x``, ``<joint>/y``, ``<joint>/theta``; the free-flyer
-    (``floating_base``) is not a named DOF (services carry it in base_* fields,
-    the topic path keeps the base at the neutral pose, at rest).
+    (``floating_base``, or a URDF ``floating`` joint that is the model's first
+    joint) is not a named DOF (services carry it in base_* fields, the topic path
+    keeps the base at the neutral pose, at rest).  Any other floating joint is
+    refused (ModelError): the node has one base.
     """
 
     def __init__(self, model, joints=(), source: str = ""):

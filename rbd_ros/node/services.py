@@ -94,6 +94,15 @@ def _state(rt, names, position, velocity, third, third_field):
     return idx, q, v, x
 
 
+def _overflow(q, v, x, x_field: str) -> str:
+    """Why finite inputs gave a non-finite result: their size (float64 overflow).  A
+    singular inertia matrix is reported by rbd_ros.core itself, with its own message."""
+    big = max((float(np.max(np.abs(a))) if a.size else 0.0, f) for a, f in
+              ((q, "position"), (v, "velocity"), (x, x_field)))
+    return (f"the inputs overflow float64 arithmetic (largest magnitude {big[0]:.3g} in "
+            f"{big[1]}); use physically plausible values")
+
+
 def _ok(resp, message="ok"):
     resp.success = True
     resp.message = message
@@ -127,7 +136,7 @@ def inverse_dynamics(rt, req, resp):
         return _fail(resp, str(e))
     out = np.ascontiguousarray(tau[rt.dof_v[idx]])
     if not np.isfinite(tau).all():
-        return _fail(resp, "the computed efforts are not finite (extreme input values?)")
+        return _fail(resp, "the computed efforts are not finite: " + _overflow(q, v, a, "acceleration"))
     resp.name = list(req.name)
     resp.effort = array.array("d", out.tobytes())
     if rt.floating:
@@ -149,7 +158,7 @@ def forward_dynamics(rt, req, resp):
     except (BadRequest, ValueError) as e:
         return _fail(resp, str(e))
     if not np.isfinite(qdd).all():
-        return _fail(resp, "the computed accelerations are not finite (singular inertia?)")
+        return _fail(resp, "the computed accelerations are not finite: " + _overflow(q, v, tau, "effort"))
     resp.name = list(req.name)
     resp.acceleration = array.array("d", np.ascontiguousarray(qdd[rt.dof_v[idx]]).tobytes())
     if rt.floating:
