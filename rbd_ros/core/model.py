@@ -15,6 +15,9 @@ from .layout import (C_JTYPE, C_PARENT, C_VI, H_GRAV, H_NB, H_NMIM, H_NQ, H_NV, 
                      H_OFF_ANC, H_OFF_BODY, H_OFF_DOFPAR, H_OFF_MIMIC, HEADER, NCOL, workspace_size)
 
 
+GRAVITY_BOUND = 1e4      # |gravity| per component (m/s^2), see urdf.BOUNDS
+
+
 class ModelError(ValueError):
     """The robot description cannot be turned into a model (names the link or joint)."""
 
@@ -196,8 +199,8 @@ def _vector3(x, name):
         g = np.asarray(x, dtype=float).reshape(3)
     except (TypeError, ValueError):
         raise ValueError(f"{name}: expected 3 numbers, got {x!r}") from None
-    if not np.all(np.isfinite(g)):
-        raise ValueError(f"{name}: expected 3 finite numbers, got {x!r}")
+    if not np.all(np.abs(g) <= GRAVITY_BOUND):
+        raise ValueError(f"{name}: expected 3 finite numbers of magnitude <= {GRAVITY_BOUND:g}, got {x!r}")
     return g
 
 
