@@ -76,7 +76,12 @@ class Model:
         ``mimic``: True makes mimic joints dependent (not DOFs; torque folded
         into the master); False treats them as independent DOFs.
         ``gravity``: gravity vector in the world (root link) frame.
-        Raises :class:`ModelError` naming the offending link or joint."""
+        Raises :class:`ModelError` naming the offending link or joint, also
+        for a non-finite number or one beyond ``rbd_ros.core.urdf.BOUNDS``
+        (|xyz| <= 1e6 m, |rpy| <= 1e6 rad, mass <= 1e9 kg, |inertia| <= 1e12
+        kg m², |mimic multiplier|, |offset| <= 1e6, |gravity| <= 1e4 m/s² per
+        component), and for ``floating_base=True`` with a URDF joint named
+        ``root_joint`` (the free-flyer's name)."""
         from .urdf import build_model
         return build_model(urdf, floating_base=bool(floating_base), mimic=bool(mimic), gravity=gravity)
 
