@@ -226,9 +226,8 @@ def test_reference_aba_massless_free_flyer_with_mimic():
         assert rel_err(ref.aba(m, q, v, tau), ref.forward_dynamics(m, q, v, tau)) < TOL
 
 
-@pytest.mark.xfail(strict=True, reason="known kernel bug (aba.py, being fixed on another branch): "
-                                       "ABA with mimic joints needs H_full invertible; remove this mark with the fix")
 def test_aba_massless_free_flyer_with_mimic():
+    """H_full singular, reduced H well conditioned: aba takes its CRBA + LᵀDL fallback."""
     m = _massless_free_mimic_model()
     for q, v, tau in states(m, 2):
         assert rel_err(rbd.aba(m, q, v, tau), ref.aba(m, q, v, tau)) < TOL

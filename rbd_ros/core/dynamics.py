@@ -3,24 +3,83 @@
 Every function takes the model first and accepts either one state (1-D
 arrays) or a batch (2-D arrays with a leading dimension N, all arguments the
 same N), which runs on all cores (numba ``prange``).  Results are new arrays.
-Bad arguments raise ``ValueError`` naming the argument and what was expected.
+
+The contract: bad arguments raise ``ValueError`` naming the argument and what
+was expected (a non-Model ``model``: ``TypeError``); a result is always
+finite: finite arguments so large that the result overflows raise
+``ValueError`` naming the largest argument ("... not finite").  The kernels
+test the results' finiteness themselves (a status code), so the checks cost
+nothing measurable on the fast path.
+
+Read-only, non-contiguous or unaligned float64 arrays are copied to plain
+arrays before a kernel sees them, so no call compiles a new numba
+specialisation after warm-up (see ``_behaved_inputs``).
 """
 import numpy as np
 from numba import get_num_threads
 
 from .algorithms.aba import aba_batch_k, aba_fext_k, aba_k
-from .algorithms.common import BAD_FEXT, BAD_Q, BAD_QUAT, BAD_V, OK, SINGULAR
-from .algorithms.compensation import BAD_RESULT, compensation_k
+from .algorithms.common import BAD_DOFS, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_RESULT, BAD_V, OK, SINGULAR
+from .algorithms.compensation import compensation_k
 from .algorithms.coriolis import coriolis_k
 from .algorithms.crba import crba_batch_k, crba_k
 from .algorithms.forward_dynamics import forward_dynamics_batch_k, forward_dynamics_fext_k, forward_dynamics_k
 from .algorithms.ltdl import ltdl_k, ltdl_solve_k
 from .algorithms.rnea import bias_k, gravity_k, rnea_batch_k, rnea_fext_k, rnea_k
+from .model import Model
 
 _F8 = np.dtype(np.float64)
 _ND = np.ndarray
 _NO_FEXT3 = np.zeros((0, 0, 6))
 FEXT_FRAMES = ("local", "world")
+_LOCAL = FEXT_FRAMES[0]
+
+
+# ----------------------------------------------------------------------------- no new specialisations
+
+def _behaved_inputs(kernel):
+    """Make ``kernel`` copy odd array arguments instead of compiling for them.
+
+    The fast paths hand the caller's float64 arrays to the kernels after
+    checking class, dtype and shape only (checking the flags too would cost
+    ~35 ns per array, >3 % of a 7-dof rnea).  A read-only, non-contiguous or
+    unaligned array therefore has a numba type no signature matches, and
+    numba would compile a new specialisation (5-20 s).  numba's dispatcher
+    calls ``_compile_for_args`` only when no compiled signature matches; it
+    returns the callable that the dispatcher then calls with the arguments.
+    There, and only there, such arrays (any argument but the read-only model
+    vector ``md`` in front) are replaced by C-contiguous copies, and the
+    callable returned re-enters the kernel with them (an existing
+    signature).  Outputs are always plain arrays the caller made
+    (``np.empty`` or checked by ``_out``), so no result is written into a
+    discarded copy.  (With compiling disabled, ``disable_compile()``, numba
+    raises TypeError for such arrays instead.)"""
+    compile_for_args = kernel._compile_for_args
+
+    def _compile_for_args(*args, **kws):
+        fixed = list(args)
+        for k in range(1, len(fixed)):
+            a = fixed[k]
+            if isinstance(a, _ND) and not a.flags.carray:
+                fixed[k] = np.array(a, order="C", copy=True)
+        if all(f is a for f, a in zip(fixed, args)):
+            return compile_for_args(*args, **kws)
+        return lambda *_args, **_kws: kernel(*fixed)
+
+    kernel._compile_for_args = _compile_for_args
+
+
+for _k in (aba_batch_k, aba_fext_k, aba_k, compensation_k, coriolis_k, crba_batch_k, crba_k,
+           forward_dynamics_batch_k, forward_dynamics_fext_k, forward_dynamics_k, ltdl_k, ltdl_solve_k,
+           bias_k, gravity_k, rnea_batch_k, rnea_fext_k, rnea_k):
+    _behaved_inputs(_k)
+
+
+def _not_model(model):
+    """Called on an AttributeError: a TypeError if ``model`` is not a Model."""
+    if not isinstance(model, Model):
+        raise TypeError(f"model: expected an rbd_ros.core.Model (Model.from_urdf), got "
+                        f"{_describe(model)}") from None
 
 
 # ----------------------------------------------------------------------------- argument checks
@@ -46,7 +105,7 @@ def _describe(x):
 
 def _vec(x, n, name):
     """``x`` as a C-contiguous float64 array of shape (n,) or (N, n)."""
-    if not (type(x) is np.ndarray and x.dtype is _F8 and x.flags.c_contiguous):
+    if not (type(x) is np.ndarray and x.dtype is _F8 and x.flags.carray):
         x = _convert(x, name, f"{n} numbers (or an (N, {n}) batch)")
     if x.shape[-1:] != (n,) or x.ndim > 2:
         raise ValueError(f"{name}: expected shape ({n},) or (N, {n}), got {_describe(x)}")
@@ -58,7 +117,8 @@ def _convert(x, name, expected):
         arr = np.asarray(x)
         if arr.dtype.kind not in "iuf":
             raise TypeError
-        return np.ascontiguousarray(arr, dtype=np.float64)
+        arr = np.ascontiguousarray(arr, dtype=np.float64)
+        return arr if arr.flags.carray else arr.copy()     # read-only or unaligned: a plain copy
     except (TypeError, ValueError):
         raise ValueError(f"{name}: expected {expected} as real numbers, got {_describe(x)}") from None
 
@@ -66,14 +126,25 @@ def _convert(x, name, expected):
 _WHAT = {BAD_Q: "q", BAD_V: "v", BAD_FEXT: "f_ext"}
 
 
-def _check(status, third="a", index=None):
+def _check(status, third="a", index=None, args=()):
+    """Raise the ValueError for a kernel status.  ``args``: (name, array) of the
+    call's arguments, to name the largest one when the result overflows."""
     if status == OK:
         return
     where = "" if index is None else f" (batch row {index})"
     if status == BAD_QUAT:
         raise ValueError(f"q{where}: a free-flyer quaternion (qx qy qz qw) has zero norm")
     if status == BAD_RESULT:
-        raise ValueError(f"the result is not finite{where} (extreme values in q or v?)")
+        name, big = "arguments", 0.0
+        for n, x in args:
+            x = np.asarray(x, dtype=float)
+            if x.size and index is not None:
+                x = x[index]
+            mx = float(np.max(np.abs(x))) if x.size else 0.0
+            if mx > big:
+                name, big = n, mx
+        raise ValueError(f"{name}{where}: the result is not finite: the {name} values (up to {big:.3g} in "
+                         "magnitude) are too large for this model (overflow)")
     if status == SINGULAR:
         raise ValueError(f"the joint-space inertia matrix is singular at this q{where}: "
                          "some joint moves no mass (massless leaf link?)")
@@ -81,10 +152,15 @@ def _check(status, third="a", index=None):
     raise ValueError(f"{name}{where}: expected finite numbers, got NaN or inf")
 
 
-def _check_batch(status, third="a"):
+def _check_batch(status, third="a", args=(), out=None):
+    """Raise for the first bad batch row; ``out`` given: also a row with a
+    non-finite result (kernels that do not test their results)."""
+    if out is not None:
+        status = status.copy()
+        status[(status == OK) & ~np.isfinite(out.reshape((out.shape[0], -1))).all(axis=1)] = BAD_RESULT
     bad = np.flatnonzero(status)
     if bad.size:
-        _check(int(status[bad[0]]), third, int(bad[0]))
+        _check(int(status[bad[0]]), third, int(bad[0]), args)
 
 
 def _batch(model, *args):
@@ -107,7 +183,10 @@ def _fext(model, f_ext, frame, N):
     if isinstance(f_ext, dict):
         rows = np.zeros((nl, 6))
         for link, w in f_ext.items():
-            rows[model.link_index(link)] = _vec(w, 6, f"f_ext[{link!r}]")
+            w = _vec(w, 6, f"f_ext[{link!r}]")
+            if w.ndim != 1:
+                raise ValueError(f"f_ext[{link!r}]: expected shape (6,) [fx fy fz tx ty tz], got {_describe(w)}")
+            rows[model.link_index(link)] = w
         f_ext = rows
     want = f"({nl}, 6) per-link wrenches [fx fy fz tx ty tz] in model.link_names order"
     if not (type(f_ext) is np.ndarray and f_ext.dtype is _F8):
@@ -123,6 +202,11 @@ def _fext(model, f_ext, frame, N):
 
 # ----------------------------------------------------------------------------- dynamics
 
+def _frame_ok(frame):
+    if frame not in FEXT_FRAMES:
+        raise ValueError(f"f_ext_frame: expected one of {FEXT_FRAMES}, got {frame!r}")
+
+
 def rnea(model, q, v, a, f_ext=None, f_ext_frame="local"):
     """Inverse dynamics tau = H(q) a + C(q, v) v + g(q) - J^T f_ext (RNEA).
 
@@ -131,100 +215,119 @@ def rnea(model, q, v, a, f_ext=None, f_ext_frame="local"):
     {link: wrench}.  ``f_ext_frame="local"``: each in its link's frame, moment
     about the link origin; ``"world"``: world axes, moment about the world
     origin."""
-    if f_ext is None and _plain3(model, q, v, a):
-        out = np.empty(model._nv)
-        st = rnea_k(model.md, model.workspace(), q, v, a, out)
-        if st:
-            _check(st)
-        return out
-    q = _vec(q, model.nq, "q")
+    try:
+        if f_ext is None and f_ext_frame is _LOCAL and _plain3(model, q, v, a):
+            out = np.empty(model._nv)
+            st = rnea_k(model.md, model.workspace(), q, v, a, out)
+            if st:
+                _check(st, args=(("q", q), ("v", v), ("a", a)))
+            return out
+        q = _vec(q, model.nq, "q")
+    except AttributeError:
+        _not_model(model)
+        raise
     v = _vec(v, model.nv, "v")
     a = _vec(a, model.nv, "a")
     N = _batch(model, q, v, a)
+    args = (("q", q), ("v", v), ("a", a), ("f_ext", f_ext if isinstance(f_ext, _ND) else ()))
+    if f_ext is None:
+        _frame_ok(f_ext_frame)
     if N is None:
         out = np.empty(model.nv)
         if f_ext is None:
-            _check(rnea_k(model.md, model.workspace(), q, v, a, out))
+            _check(rnea_k(model.md, model.workspace(), q, v, a, out), args=args)
         else:
             fe, world = _fext(model, f_ext, f_ext_frame, None)
-            _check(rnea_fext_k(model.md, model.workspace(), q, v, a, fe, world, out))
+            _check(rnea_fext_k(model.md, model.workspace(), q, v, a, fe, world, out), args=args)
         return out
     fe, world = (_NO_FEXT3, False) if f_ext is None else _fext(model, f_ext, f_ext_frame, N)
     out = np.empty((N, model.nv))
     status = np.zeros(N, dtype=np.int64)
     rnea_batch_k(model.md, q, v, a, fe, world, True, True, out, status, get_num_threads())
-    _check_batch(status)
+    _check_batch(status, args=args, out=out)
     return out
 
 
 def gravity(model, q):
     """Generalised gravity g(q) = rnea(q, 0, 0)."""
-    if _plain(q, model._sq):
-        out = np.empty(model._nv)
-        st = gravity_k(model.md, model.workspace(), q, out)
-        if st:
-            _check(st)
-        return out
-    q = _vec(q, model.nq, "q")
+    try:
+        if _plain(q, model._sq):
+            out = np.empty(model._nv)
+            st = gravity_k(model.md, model.workspace(), q, out)
+            if st:
+                _check(st, args=(("q", q),))
+            return out
+        q = _vec(q, model.nq, "q")
+    except AttributeError:
+        _not_model(model)
+        raise
     if q.ndim == 1:
         out = np.empty(model.nv)
-        _check(gravity_k(model.md, model.workspace(), q, out))
+        _check(gravity_k(model.md, model.workspace(), q, out), args=(("q", q),))
         return out
     N = q.shape[0]
     out = np.empty((N, model.nv))
     status = np.zeros(N, dtype=np.int64)
     rnea_batch_k(model.md, q, q, q, _NO_FEXT3, False, False, False, out, status, get_num_threads())
-    _check_batch(status)
+    _check_batch(status, args=(("q", q),), out=out)
     return out
 
 
 def bias(model, q, v):
     """Bias forces C(q, v) v + g(q) = rnea(q, v, 0)."""
-    if _plain(q, model._sq) and _plain(v, model._sv):
-        out = np.empty(model._nv)
-        st = bias_k(model.md, model.workspace(), q, v, out)
-        if st:
-            _check(st)
-        return out
-    q = _vec(q, model.nq, "q")
+    try:
+        if _plain(q, model._sq) and _plain(v, model._sv):
+            out = np.empty(model._nv)
+            st = bias_k(model.md, model.workspace(), q, v, out)
+            if st:
+                _check(st, args=(("q", q), ("v", v)))
+            return out
+        q = _vec(q, model.nq, "q")
+    except AttributeError:
+        _not_model(model)
+        raise
     v = _vec(v, model.nv, "v")
     N = _batch(model, q, v)
+    args = (("q", q), ("v", v))
     if N is None:
         out = np.empty(model.nv)
-        _check(bias_k(model.md, model.workspace(), q, v, out))
+        _check(bias_k(model.md, model.workspace(), q, v, out), args=args)
         return out
     out = np.empty((N, model.nv))
     status = np.zeros(N, dtype=np.int64)
     rnea_batch_k(model.md, q, v, v, _NO_FEXT3, False, True, False, out, status, get_num_threads())
-    _check_batch(status)
+    _check_batch(status, args=args, out=out)
     return out
 
 
 def crba(model, q):
     """Joint-space inertia matrix H(q) (symmetric, full), CRBA."""
-    if _plain(q, model._sq):
-        H = np.empty((model._nv, model._nv))
-        st = crba_k(model.md, model.workspace(), q, H)
-        if st:
-            _check(st)
-        return H
-    q = _vec(q, model.nq, "q")
+    try:
+        if _plain(q, model._sq):
+            H = np.empty((model._nv, model._nv))
+            st = crba_k(model.md, model.workspace(), q, H)
+            if st:
+                _check(st, args=(("q", q),))
+            return H
+        q = _vec(q, model.nq, "q")
+    except AttributeError:
+        _not_model(model)
+        raise
     if q.ndim == 1:
         H = np.empty((model.nv, model.nv))
-        _check(crba_k(model.md, model.workspace(), q, H))
+        _check(crba_k(model.md, model.workspace(), q, H), args=(("q", q),))
         return H
     N = q.shape[0]
     H = np.empty((N, model.nv, model.nv))
     status = np.zeros(N, dtype=np.int64)
     crba_batch_k(model.md, q, H, status, get_num_threads())
-    _check_batch(status)
+    _check_batch(status, args=(("q", q),), out=H)
     return H
 
 
 def _out(x, size, name):
-    """``x`` as a writable, C-contiguous float64 array of ``size`` elements, flat (a view)."""
-    if not (type(x) is np.ndarray and x.dtype is _F8 and x.flags.c_contiguous and x.flags.writeable
-            and x.size == size):
+    """``x`` as a writable, aligned, C-contiguous float64 array of ``size`` elements, flat (a view)."""
+    if not (type(x) is np.ndarray and x.dtype is _F8 and x.flags.carray and x.size == size):
         raise ValueError(f"{name}: expected a writable C-contiguous float64 numpy array of {size} "
                          f"elements, got {_describe(x)}")
     return x.reshape(size)
@@ -232,6 +335,8 @@ def _out(x, size, name):
 
 def dof_indices(model, dofs=None):
     """``dofs`` (velocity indices, None: all in model order) checked, as an int64 array."""
+    if not isinstance(model, Model):
+        _not_model(model)
     if dofs is None:
         return np.arange(model.nv, dtype=np.int64)
     arr = np.asarray(dofs)
@@ -248,12 +353,17 @@ def dof_indices(model, dofs=None):
 def compensation_into(model, q, v, dofs, g, b=None, H=None):
     """g(q), and optionally the bias b(q, v) = C(q, v) v + g(q) and H(q), restricted
     to and ordered by the velocity indices ``dofs`` (an int64 array from
-    :func:`dof_indices`), written into preallocated float64 arrays: ``g`` and
-    ``b`` of len(dofs) elements, ``H`` of len(dofs)**2 (flat or square,
-    row-major).  One compiled call for a control loop; single states only.
-    ``b`` / ``H`` None: not computed.  Raises ValueError for non-finite q or
-    v, or a non-finite result (the outputs are then not to be used)."""
-    q = q if _plain(q, model._sq) else _vec(q, model.nq, "q")
+    :func:`dof_indices`; an index out of range raises ValueError), written
+    into preallocated float64 arrays: ``g`` and ``b`` of len(dofs) elements,
+    ``H`` of len(dofs)**2 (flat or square, row-major).  One compiled call for
+    a control loop; single states only.  ``b`` / ``H`` None: not computed.
+    Raises ValueError for non-finite q or v, or a non-finite result (the
+    outputs are then not to be used)."""
+    try:
+        q = q if _plain(q, model._sq) else _vec(q, model.nq, "q")
+    except AttributeError:
+        _not_model(model)
+        raise
     v = v if _plain(v, model._sv) else _vec(v, model.nv, "v")
     if q.ndim != 1 or v.ndim != 1:
         raise ValueError("compensation_into: single states only (q and v 1-D)")
@@ -266,63 +376,85 @@ def compensation_into(model, q, v, dofs, g, b=None, H=None):
     st = compensation_k(model.md, model.workspace(), q, v, dofs, b is not None, H is not None,
                         g, bb, hh)
     if st:
-        _check(st, "v")
+        if st == BAD_DOFS:
+            dof_indices(model, dofs)        # raises, naming the first bad index
+        _check(st, "v", args=(("q", q), ("v", v)))
 
 
 def coriolis_matrix(model, q, v):
     """Coriolis matrix C(q, v) with C v = bias - gravity and Hdot - 2C skew-symmetric
     (the Christoffel-symbol factorisation)."""
-    q = _vec(q, model.nq, "q")
+    try:
+        q = _vec(q, model.nq, "q")
+    except AttributeError:
+        _not_model(model)
+        raise
     v = _vec(v, model.nv, "v")
     N = _batch(model, q, v)
+    args = (("q", q), ("v", v))
     if N is None:
         C = np.empty((model.nv, model.nv))
-        _check(coriolis_k(model.md, model.workspace(), q, v, C))
+        _check(coriolis_k(model.md, model.workspace(), q, v, C), args=args)
+        if not np.isfinite(C).all():
+            _check(BAD_RESULT, args=args)
         return C
     C = np.empty((N, model.nv, model.nv))
     ws = model.workspace()
+    status = np.zeros(N, dtype=np.int64)
     for n in range(N):
-        _check(coriolis_k(model.md, ws, q[n], v[n], C[n]), index=n)
+        status[n] = coriolis_k(model.md, ws, q[n], v[n], C[n])
+    _check_batch(status, "a", args=args, out=C)
     return C
 
 
 def forward_dynamics(model, q, v, tau, f_ext=None, f_ext_frame="local"):
     """Joint accelerations qdd = H^-1 (tau - b(q, v, f_ext)) via CRBA and the
-    sparse LᵀDL factorisation.  ``f_ext`` as in :func:`rnea`."""
+    sparse LᵀDL factorisation.  ``f_ext`` as in :func:`rnea`.  A singular H
+    (a pivot d_k <= 1e-10 H_kk, e.g. a joint that moves no mass) raises
+    ValueError."""
     return _fd(model, q, v, tau, f_ext, f_ext_frame, forward_dynamics_k, forward_dynamics_fext_k,
                forward_dynamics_batch_k)
 
 
 def aba(model, q, v, tau, f_ext=None, f_ext_frame="local"):
     """Joint accelerations by the articulated-body algorithm (same result as
-    :func:`forward_dynamics`; mimic joints handled as constraints)."""
+    :func:`forward_dynamics`; mimic joints handled as constraints; where an
+    articulated inertia is nearly singular the kernel falls back to CRBA +
+    LᵀDL, see ``algorithms/aba.py``)."""
     return _fd(model, q, v, tau, f_ext, f_ext_frame, aba_k, aba_fext_k, aba_batch_k)
 
 
 def _fd(model, q, v, tau, f_ext, frame, kernel, kernel_fext, kernel_batch):
-    if f_ext is None and _plain3(model, q, v, tau):
-        out = np.empty(model._nv)
-        st = kernel(model.md, model.workspace(), q, v, tau, out)
-        if st:
-            _check(st, "tau")
-        return out
-    q = _vec(q, model.nq, "q")
+    try:
+        if f_ext is None and frame is _LOCAL and _plain3(model, q, v, tau):
+            out = np.empty(model._nv)
+            st = kernel(model.md, model.workspace(), q, v, tau, out)
+            if st:
+                _check(st, "tau", args=(("q", q), ("v", v), ("tau", tau)))
+            return out
+        q = _vec(q, model.nq, "q")
+    except AttributeError:
+        _not_model(model)
+        raise
     v = _vec(v, model.nv, "v")
     tau = _vec(tau, model.nv, "tau")
     N = _batch(model, q, v, tau)
+    args = (("q", q), ("v", v), ("tau", tau), ("f_ext", f_ext if isinstance(f_ext, _ND) else ()))
+    if f_ext is None:
+        _frame_ok(frame)
     if N is None:
         out = np.empty(model.nv)
         if f_ext is None:
-            _check(kernel(model.md, model.workspace(), q, v, tau, out), "tau")
+            _check(kernel(model.md, model.workspace(), q, v, tau, out), "tau", args=args)
         else:
             fe, world = _fext(model, f_ext, frame, None)
-            _check(kernel_fext(model.md, model.workspace(), q, v, tau, fe, world, out), "tau")
+            _check(kernel_fext(model.md, model.workspace(), q, v, tau, fe, world, out), "tau", args=args)
         return out
     fe, world = (_NO_FEXT3, False) if f_ext is None else _fext(model, f_ext, frame, N)
     out = np.empty((N, model.nv))
     status = np.zeros(N, dtype=np.int64)
     kernel_batch(model.md, q, v, tau, fe, world, out, status, get_num_threads())
-    _check_batch(status, "tau")
+    _check_batch(status, "tau", args=args)
     return out
 
 
@@ -331,37 +463,62 @@ def _fd(model, q, v, tau, f_ext, frame, kernel, kernel_fext, kernel_batch):
 def ltdl(model, H):
     """Factorise H = Lᵀ D L exploiting branch-induced sparsity (only ancestors
     are visited).  Returns one matrix: D on the diagonal, L's off-diagonal
-    entries below it.  Use with :func:`ltdl_solve`; :func:`ltdl_unpack` gives
-    (L, D).  Batches (N, nv, nv) are factorised one by one."""
-    nv = model.nv
+    entries below it, zeros above.  Use with :func:`ltdl_solve`; :func:`ltdl_unpack` gives
+    (L, D).  Batches (N, nv, nv) are factorised one by one.  H must be finite
+    and positive definite: a pivot d_k <= 1e-10 H_kk counts as singular
+    (``algorithms/ltdl.py``)."""
+    try:
+        nv = model.nv
+    except AttributeError:
+        _not_model(model)
+        raise
     H = _convert(H, "H", f"an ({nv}, {nv}) symmetric positive-definite matrix")
     if H.shape[-2:] != (nv, nv) or H.ndim not in (2, 3):
         raise ValueError(f"H: expected shape ({nv}, {nv}) or (N, {nv}, {nv}), got {_describe(H)}")
     LD = H.copy()
     for k, M in enumerate(LD.reshape((-1, nv, nv))):
-        if not ltdl_k(model.md, M):
+        if not ltdl_k(model.md, M) or not np.isfinite(M).all():
             where = "" if LD.ndim == 2 else f" (batch row {k})"
-            raise ValueError(f"H{where}: expected a finite symmetric positive-definite matrix")
-    return LD
+            raise ValueError(f"H{where}: expected a finite symmetric positive-definite matrix "
+                             "(non-finite entries, or singular to working precision)")
+    return np.tril(LD)
 
 
 def ltdl_solve(model, LD, b):
     """Solve H x = b given ``LD = ltdl(model, H)``; b is (nv,) or (m, nv) right-hand sides
-    (with a batch of factors, (N, nv))."""
-    nv = model.nv
+    (with a batch of factors, (N, nv)).  Raises ValueError for non-finite LD
+    or b, an LD whose diagonal D is not positive, or a non-finite result
+    (b too large)."""
+    try:
+        nv = model.nv
+    except AttributeError:
+        _not_model(model)
+        raise
     LD = _convert(LD, "LD", f"the ({nv}, {nv}) result of ltdl()")
     b = _vec(b, nv, "b")
     if LD.ndim == 2:
         if LD.shape != (nv, nv):
             raise ValueError(f"LD: expected shape ({nv}, {nv}), got {_describe(LD)}")
+    elif LD.shape[1:] != (nv, nv) or b.shape != (LD.shape[0], nv):
+        raise ValueError(f"LD and b: expected (N, {nv}, {nv}) and (N, {nv}), got {LD.shape} and {b.shape}")
+    batch = LD.ndim == 3
+    for name, x in (("LD", LD), ("b", b)):
+        ok = np.isfinite(x.reshape((x.shape[0], -1)) if batch else x.reshape(1, -1)).all(axis=1)
+        if not ok.all():
+            where = f" (batch row {int(np.flatnonzero(~ok)[0])})" if batch else ""
+            raise ValueError(f"{name}{where}: expected finite numbers, got NaN or inf")
+    if not (np.diagonal(LD, axis1=-2, axis2=-1) > 0.0).all():
+        raise ValueError("LD: expected the result of ltdl() (a positive diagonal D), got a diagonal entry <= 0")
+    if not batch:
         x = np.array(b, copy=True).reshape((-1, nv))
         ltdl_solve_k(model.md, LD, x)
-        return x.reshape(b.shape)
-    if LD.shape[1:] != (nv, nv) or b.shape != (LD.shape[0], nv):
-        raise ValueError(f"LD and b: expected (N, {nv}, {nv}) and (N, {nv}), got {LD.shape} and {b.shape}")
-    x = b.copy()
-    for n in range(LD.shape[0]):
-        ltdl_solve_k(model.md, LD[n], x[n:n + 1])
+        x = x.reshape(b.shape)
+    else:
+        x = b.copy()
+        for n in range(LD.shape[0]):
+            ltdl_solve_k(model.md, LD[n], x[n:n + 1])
+    if not np.isfinite(x).all():
+        raise ValueError("b: the result is not finite: the b values are too large for this factor (overflow)")
     return x
 
 

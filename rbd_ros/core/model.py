@@ -17,6 +17,9 @@ from .layout import (C_JTYPE, C_PARENT, C_VI, H_GRAV, H_NB, H_NMIM, H_NQ, H_NV, 
                      H_OFF_ANC, H_OFF_ARM, H_OFF_BODY, H_OFF_DOFPAR, H_OFF_MIMIC, HEADER, NCOL, workspace_size)
 
 
+GRAVITY_BOUND = 1e4      # |gravity| per component (m/s^2), see urdf.BOUNDS
+
+
 class ModelError(ValueError):
     """The robot description cannot be turned into a model (names the link or joint)."""
 
@@ -101,7 +104,12 @@ class Model:
         into the master); False treats them as independent DOFs.
         ``gravity``: gravity vector in the world (root link) frame.
         ``armature``: per-DOF rotor inertia, see :meth:`with_armature` (None: zero).
-        Raises :class:`ModelError` naming the offending link or joint."""
+        Raises :class:`ModelError` naming the offending link or joint, also
+        for a non-finite number or one beyond ``rbd_ros.core.urdf.BOUNDS``
+        (|xyz| <= 1e6 m, |rpy| <= 1e6 rad, mass <= 1e9 kg, |inertia| <= 1e12
+        kg m², |mimic multiplier|, |offset| <= 1e6, |gravity| <= 1e4 m/s² per
+        component), and for ``floating_base=True`` with a URDF joint named
+        ``root_joint`` (the free-flyer's name)."""
         from .urdf import build_model
         model = build_model(urdf, floating_base=bool(floating_base), mimic=bool(mimic), gravity=gravity)
         return model if armature is None else model.with_armature(armature)
@@ -310,8 +318,8 @@ def _vector3(x, name):
         g = np.asarray(x, dtype=float).reshape(3)
     except (TypeError, ValueError):
         raise ValueError(f"{name}: expected 3 numbers, got {x!r}") from None
-    if not np.all(np.isfinite(g)):
-        raise ValueError(f"{name}: expected 3 finite numbers, got {x!r}")
+    if not np.all(np.abs(g) <= GRAVITY_BOUND):
+        raise ValueError(f"{name}: expected 3 finite numbers of magnitude <= {GRAVITY_BOUND:g}, got {x!r}")
     return g
 
 

@@ -12,6 +12,12 @@ the description and flattens it into elementary bodies:
   contribute nothing);
 * planar joints become prismatic-prismatic-revolute chains (see joints.py);
 * with ``mimic=True`` a mimic joint reads its master's coordinate.
+
+Every number is checked at build time: non-finite values and magnitudes
+beyond ``BOUNDS`` raise :class:`ModelError` naming the element.  The bounds
+are far beyond any real robot and small enough that no in-bounds model can
+overflow inside the algorithms (products such as m |r|^2 |v|^2 stay below
+~1e60 for arguments up to 1e6).
 """
 import logging
 import os
@@ -22,7 +28,7 @@ import numpy as np
 from .joints import FREE, NQ_OF, NV_OF, PRISMATIC, REVOLUTE, planar_basis
 from .layout import (C_AXIS, C_ET, C_FV, C_H, C_IBAR, C_JTYPE, C_MASS, C_MIMIC, C_MULT, C_OFFSET, C_PARENT,
                      C_QI, C_RT, C_SUBEND, C_VI, NCOL)
-from .model import LinkInfo, Model, ModelError, dof_elimination_tree, pack_model_data
+from .model import GRAVITY_BOUND, LinkInfo, Model, ModelError, dof_elimination_tree, pack_model_data
 from .spatial import inertia_about_origin, rpy_to_matrix
 
 log = logging.getLogger("rbd_ros.urdf")
@@ -30,6 +36,28 @@ _parser_lock = threading.Lock()
 
 MOVING = {"revolute": REVOLUTE, "continuous": REVOLUTE, "prismatic": PRISMATIC}
 KNOWN = {"revolute", "continuous", "prismatic", "fixed", "floating", "planar"}
+
+# Magnitude bounds on the model's numbers (SI units); see the module docstring.
+BOUNDS = {
+    "length": 1e6,        # |x|, |y|, |z| of any <origin> xyz (m)
+    "angle": 1e6,         # |r|, |p|, |y| of any <origin> rpy (rad)
+    "mass": 1e9,          # link mass (kg)
+    "inertia": 1e12,      # |ixx| ... |izz| (kg m^2)
+    "multiplier": 1e6,    # |mimic multiplier|
+    "offset": 1e6,        # |mimic offset| (rad or m)
+    "gravity": GRAVITY_BOUND,   # |gravity| per component (m/s^2)
+}
+
+
+def _bounded(values, bound, what):
+    """Raise ModelError ``what`` unless every value is finite and |value| <= BOUNDS[bound]."""
+    vals = np.asarray(values, dtype=float).reshape(-1)
+    lim = BOUNDS[bound]
+    if not np.all(np.abs(vals) <= lim):       # False for NaN too
+        shown = " ".join(f"{x:g}" for x in vals)
+        raise ModelError(f"{what}: {shown} is not finite or exceeds the bound {lim:g} "
+                         f"(rbd_ros.core.urdf.BOUNDS[{bound!r}])")
+    return vals
 
 
 def _read(urdf):
@@ -42,8 +70,11 @@ def _read(urdf):
     if urdf.lstrip().startswith("<"):
         return urdf
     if "\n" not in urdf and os.path.isfile(urdf):
-        with open(urdf, encoding="utf-8") as f:
-            return f.read()
+        try:
+            with open(urdf, encoding="utf-8") as f:
+                return f.read()
+        except (OSError, UnicodeDecodeError) as e:
+            raise ModelError(f"robot description file {urdf!r} cannot be read as UTF-8 text: {e}") from None
     shown = urdf.strip()[:60]
     raise ModelError(f"robot description: not XML and not a readable file: {shown!r}")
 
@@ -66,11 +97,11 @@ def _parse(text):
     return robot
 
 
-def _origin(o):
+def _origin(o, what):
     if o is None:
         return np.eye(3), np.zeros(3)
-    xyz = np.zeros(3) if o.xyz is None else np.asarray(o.xyz, dtype=float)
-    rpy = np.zeros(3) if o.rpy is None else np.asarray(o.rpy, dtype=float)
+    xyz = np.zeros(3) if o.xyz is None else _bounded(o.xyz, "length", f"{what} origin xyz")
+    rpy = np.zeros(3) if o.rpy is None else _bounded(o.rpy, "angle", f"{what} origin rpy")
     return rpy_to_matrix(rpy), xyz
 
 
@@ -82,8 +113,8 @@ def _link_inertia(link):
     m = 0.0 if inertial.mass is None else float(inertial.mass)
     I = inertial.inertia
     vals = [0.0] * 6 if I is None else [float(getattr(I, k) or 0.0) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")]
-    if not np.isfinite(m) or not np.all(np.isfinite(vals)):
-        raise ModelError(f"link {link.name!r}: inertial has a non-finite mass or inertia")
+    _bounded(m, "mass", f"link {link.name!r}: inertial mass")
+    _bounded(vals, "inertia", f"link {link.name!r}: inertial inertia (ixx ixy ixz iyy iyz izz)")
     if m < 0:
         raise ModelError(f"link {link.name!r}: negative mass {m}")
     ixx, ixy, ixz, iyy, iyz, izz = vals
@@ -92,7 +123,7 @@ def _link_inertia(link):
     if eig[0] < -1e-12 * max(1.0, abs(eig[-1])):
         raise ModelError(f"link {link.name!r}: inertia matrix is not positive (semi-)definite "
                          f"(eigenvalues {eig[0]:.3g}, {eig[1]:.3g}, {eig[2]:.3g})")
-    R, com = _origin(inertial.origin)
+    R, com = _origin(inertial.origin, f"link {link.name!r}: inertial")
     return m, com, Ic, R
 
 
@@ -167,8 +198,8 @@ def _resolve_mimic(joints, use_mimic):
                              "(only revolute, continuous and prismatic joints can be mimicked)")
         mult = 1.0 if j.mimic.multiplier is None else float(j.mimic.multiplier)
         off = 0.0 if j.mimic.offset is None else float(j.mimic.offset)
-        if not (np.isfinite(mult) and np.isfinite(off)):
-            raise ModelError(f"joint {j.name!r}: mimic multiplier/offset must be finite")
+        _bounded(mult, "multiplier", f"joint {j.name!r}: mimic multiplier")
+        _bounded(off, "offset", f"joint {j.name!r}: mimic offset")
         direct[j.name] = (master, mult, off)
     if not use_mimic:
         return {}
@@ -182,8 +213,18 @@ def _resolve_mimic(joints, use_mimic):
             seen.add(master)
             m2, mult2, off2 = direct[master]
             master, mult, off = m2, mult * mult2, mult * off2 + off
+        _bounded(mult, "multiplier", f"joint {name!r}: mimic multiplier (through the mimic chain)")
+        _bounded(off, "offset", f"joint {name!r}: mimic offset (through the mimic chain)")
         resolved[name] = (master, mult, off)
     return resolved
+
+
+def _gravity(g):
+    try:
+        g = np.asarray(g, dtype=float).reshape(3)
+    except (TypeError, ValueError):
+        raise ModelError(f"gravity: expected 3 numbers, got {g!r}") from None
+    return _bounded(g, "gravity", "gravity")
 
 
 def _row(parent, jtype, R_T, p_T, axis):
@@ -201,6 +242,10 @@ def build_model(urdf, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81)
     robot = _parse(_read(urdf))
     root, links, joints, children = _tree(robot)
     mimics = _resolve_mimic(joints, mimic)
+    if floating_base and "root_joint" in joints:
+        raise ModelError("joint 'root_joint': floating_base=True adds a free-flyer of that name; "
+                         "rename the URDF joint or build without floating_base")
+    gravity = _gravity(gravity)
 
     rows = []                 # body table rows
     body_joint = []           # URDF joint name of each body
@@ -220,7 +265,7 @@ def build_model(urdf, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81)
     while stack:
         j = stack.pop()
         b, R_bP, p_bP = link_at[j.parent]
-        R_o, p_o = _origin(j.origin)
+        R_o, p_o = _origin(j.origin, f"joint {j.name!r}:")
         R_bJ, p_bJ = R_bP @ R_o, p_bP + R_bP @ p_o
         if j.type == "fixed":
             link_at[j.child] = (b, R_bJ, p_bJ)

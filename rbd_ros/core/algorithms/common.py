@@ -17,6 +17,8 @@ BAD_A = 3          # a, or tau for forward dynamics
 BAD_QUAT = 4
 SINGULAR = 5
 BAD_FEXT = 6
+BAD_RESULT = 7     # finite arguments, non-finite result (overflow): the caller names the largest argument
+BAD_DOFS = 8       # compensation: a dof index out of range
 
 
 @njit(**INLINE)
@@ -25,6 +27,15 @@ def all_finite(x):
     for k in range(x.shape[0]):
         ok &= np.abs(x[k]) < np.inf
     return ok
+
+
+@njit(**INLINE)
+def finite_result(status, out):
+    """The public kernels' status: BAD_RESULT if the call succeeded but ``out``
+    (1-D or C-contiguous 2-D) is not finite (extreme arguments overflowed)."""
+    if status == OK and not all_finite(out.reshape(-1)):
+        return BAD_RESULT
+    return status
 
 
 @njit(**JIT)

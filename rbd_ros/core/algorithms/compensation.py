@@ -15,11 +15,9 @@ import numpy as np
 from numba import njit
 
 from ..spatial import INLINE, JIT
-from .common import OK, all_finite
+from .common import BAD_DOFS, BAD_RESULT, OK, all_finite
 from .crba import crba_into
 from .rnea import rnea_into
-
-BAD_RESULT = 7
 
 
 @njit(**INLINE)
@@ -34,6 +32,9 @@ def gather_finite(x, dofs, out):
 def compensation_k(md, ws, q, v, dofs, want_b, want_h, g_out, b_out, h_out):
     nv = v.shape[0]
     m = dofs.shape[0]
+    for k in range(m):
+        if dofs[k] < 0 or dofs[k] >= nv:
+            return BAD_DOFS
     tmp = np.empty(nv)
     nofext = ws[:0].reshape((0, 6))
     st = rnea_into(md, ws, q, q, q, nofext, False, False, False, tmp)

@@ -28,7 +28,7 @@ from ..layout import (C_AXIS, C_ET, C_JTYPE, C_MASS, C_MULT, C_OFFSET, C_PARENT,
                       H_OFF_ARM, W_COR, W_IC, W_RNEA, W_WORLD, body_row, region_offsets, thread_chunks, workspace_size)
 from ..spatial import JIT, inertia_mul, inertia_xT_add, x_motion_inv, xT_force_add
 from .rnea import world_placement
-from .common import BAD_Q, BAD_QUAT, OK, S_column, all_finite, dof, ncols
+from .common import BAD_Q, BAD_QUAT, OK, S_column, all_finite, dof, finite_result, ncols
 
 
 @njit(**JIT)
@@ -114,7 +114,7 @@ def crba_into(md, ws, q, H):
 
 @njit(**JIT)
 def crba_k(md, ws, q, H):
-    return crba_into(md, ws, q, H)
+    return finite_result(crba_into(md, ws, q, H), H)
 
 
 @njit(**dict(JIT, parallel=True))

@@ -3,13 +3,17 @@
     b    = RNEA(q, v, 0, f_ext)      (bias forces, gravity and f_ext included)
     H    = CRBA(q)
     qdd  = H^-1 (tau - b)            (LᵀDL with branch-induced sparsity)
+
+Statuses: SINGULAR only for a finite H that the relative pivot test of
+``ltdl_factor`` rejects; BAD_RESULT when b, H or qdd overflow (finite but
+extreme arguments).
 """
 import numpy as np
 from numba import njit, prange
 
 from ..layout import H_NB, H_NMIM, H_NV, H_NVF, region_offsets, thread_chunks, workspace_size
 from ..spatial import JIT
-from .common import BAD_A, OK, SINGULAR, all_finite
+from .common import BAD_A, BAD_RESULT, OK, SINGULAR, all_finite
 from .crba import crba_into
 from .ltdl import ltdl_factor, ltdl_solve_inplace
 from .rnea import rnea_into
@@ -22,17 +26,24 @@ def forward_dynamics_into(md, ws, q, v, tau, fext, fext_world, out):
     st = rnea_into(md, ws, q, v, v, fext, fext_world, True, False, out)
     if st != OK:
         return st
+    if not all_finite(out):
+        return BAD_RESULT
     nv = int(md[H_NV])
     o_mat = region_offsets(int(md[H_NB]), int(md[H_NVF]), int(md[H_NMIM]))[6]
     H = ws[o_mat:o_mat + nv * nv].reshape((nv, nv))
     st = crba_into(md, ws, q, H)
     if st != OK:
         return st
+    for k in range(nv):
+        if not all_finite(H[k]):
+            return BAD_RESULT
     if not ltdl_factor(md, H):
         return SINGULAR
     for k in range(nv):
         out[k] = tau[k] - out[k]
     ltdl_solve_inplace(md, H, out)
+    if not all_finite(out):
+        return BAD_RESULT
     return OK
 
 

@@ -16,6 +16,16 @@ ancestors are visited: O(n d²).
             H_ki = a;  i = λ(i)
 
 In place: D on the diagonal, L (unit lower triangular, H = Lᵀ D L) below.
+
+Singularity is judged row by row, relative to the matrix: a pivot
+d_k <= PIVOT_TOL H_kk (H_kk before elimination) means row k lost more than
+ten digits to cancellation: H is singular to working precision (a joint that
+moves no mass, or whose motion another joint also produces).  Rounding noise
+in an exactly singular H leaves pivots of ~1e-13 H_kk; real robots stay
+above ~1e-3 H_kk (talos with its 1e-5 kg links: 3e-3).  A tiny but
+well-conditioned H (all entries 1e-30, say) factorises normally.  The
+original diagonal is kept in the strict upper triangle of row 0 during the
+factorisation (only the lower triangle is part of the factor).
 """
 import numpy as np
 from numba import njit
@@ -23,17 +33,25 @@ from numba import njit
 from ..layout import ancestors
 from ..spatial import JIT
 
+PIVOT_TOL = 1e-10         # relative pivot below which H counts as singular (module docstring)
+
 
 @njit(**JIT)
 def ltdl_factor(md, H):
-    """Factorise H in place; returns False if a pivot is not positive.
+    """Factorise H in place (lower triangle); returns False if a pivot is not
+    positive relative to its row's diagonal (see the module docstring).
 
     The while-loops over λ above become loops over k's precomputed ancestor
     list A = (λ(k), λ(λ(k)), ...): i = A[m] and i's ancestors are A[m+1:]."""
     n = H.shape[0]
+    if n == 0:
+        return True
+    h00 = H[0, 0]
+    for k in range(1, n):
+        H[0, k] = H[k, k]       # original diagonal (upper triangle, unused by the factor)
     for k in range(n - 1, -1, -1):
         d = H[k, k]
-        if not d > 0.0:
+        if not d > PIVOT_TOL * (H[0, k] if k > 0 else h00):
             return False
         s, e = ancestors(md, k)
         for m in range(s, e):

@@ -23,7 +23,7 @@ from ..joints import (FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_trans
 from ..layout import (C_AXIS, C_ET, C_JTYPE, C_MASS, C_MULT, C_OFFSET, C_PARENT, C_QI, C_VI, H_GRAV, H_NB, H_NMIM,
                       H_NVF, H_OFF_ARM, W_RNEA, W_WORLD, body_row, region_offsets, thread_chunks, workspace_size)
 from ..spatial import INLINE, JIT, cross_force_add, inertia_mul, x_force, x_motion, xT_force_add
-from .common import BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_V, OK, all_finite
+from .common import BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_V, OK, all_finite, finite_result
 
 # per-body slots in the RNEA workspace region
 X_, V_, A_, F_ = 0, 12, 18, 24
@@ -223,22 +223,22 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
 
 @njit(**JIT)
 def rnea_k(md, ws, q, v, a, out):
-    return rnea_into(md, ws, q, v, a, ws[:0].reshape((0, 6)), False, True, True, out)
+    return finite_result(rnea_into(md, ws, q, v, a, ws[:0].reshape((0, 6)), False, True, True, out), out)
 
 
 @njit(**JIT)
 def rnea_fext_k(md, ws, q, v, a, fext, fext_world, out):
-    return rnea_into(md, ws, q, v, a, fext, fext_world, True, True, out)
+    return finite_result(rnea_into(md, ws, q, v, a, fext, fext_world, True, True, out), out)
 
 
 @njit(**JIT)
 def gravity_k(md, ws, q, out):
-    return rnea_into(md, ws, q, q, q, ws[:0].reshape((0, 6)), False, False, False, out)
+    return finite_result(rnea_into(md, ws, q, q, q, ws[:0].reshape((0, 6)), False, False, False, out), out)
 
 
 @njit(**JIT)
 def bias_k(md, ws, q, v, out):
-    return rnea_into(md, ws, q, v, v, ws[:0].reshape((0, 6)), False, True, False, out)
+    return finite_result(rnea_into(md, ws, q, v, v, ws[:0].reshape((0, 6)), False, True, False, out), out)
 
 
 @njit(**dict(JIT, parallel=True))
