@@ -467,3 +467,95 @@ def test_armature_parameter_adds_to_the_inertia_matrix(client, arm):
         assert wait_for(lambda: h_is(H2), timeout=10)
     finally:
         node.stop()
+
+
+# ------------------------------------------------------------------ ROS-free parts
+def test_payload_module_parses_checks_and_labels_fields(arm):
+    from rbd_ros.node import payload as pl
+    urdf, model = arm
+    ps = pl.from_params(["flange", "link3"], [GRIPPED[0], ON_LINK3[0]],
+                        [*GRIPPED[1], *ON_LINK3[1]], [*GRIPPED[2], *ON_LINK3[2]])
+    assert [p.link for p in ps] == ["flange", "link3"] and ps[1].com == ON_LINK3[1]
+    for args, words in (
+            ((["a"], [1.0, 2.0], [0.0] * 3, [0.0] * 6), "payload_masses: 2 values for 1"),
+            ((["a"], [1.0], [0.0] * 2, [0.0] * 6), "payload_coms: 2 values for 1"),
+            ((["a"], [1.0], [0.0] * 3, [0.0] * 5), "payload_inertias: 5 values for 1"),
+            ((["a", "a"], [1.0] * 2, [0.0] * 6, [0.0] * 12), "payload_links: ['a'] listed")):
+        with pytest.raises(pl.PayloadError, match=r"^" + words.replace("[", r"\[").replace(
+                "]", r"\]")):
+            pl.from_params(*args)
+    # the core's checks, re-labelled with the parameter that holds the value
+    bad = pl.from_params(["link3"], [1.0], [0.0] * 3, [0.001, 0.0, 0.0, 0.001, 0.0, 0.01])[0]
+    with pytest.raises(pl.PayloadError, match=r"^payload_inertias\[0:6\]: .*triangle"):
+        pl.apply_payloads(model, {}, [bad])
+    # all or nothing, mass 0 removes, a later entry on the same link wins
+    cur = pl.apply_payloads(model, {}, ps)
+    assert sorted(cur) == ["flange", "link3"]
+    msg = inertia_msg("link3", 0.0, (0, 0, 0), (0,) * 6)
+    new = pl.apply_payloads(model, cur, [pl.from_inertia_stamped(msg, "payloads[0].")])
+    assert sorted(new) == ["flange"] and sorted(cur) == ["flange", "link3"]
+    twice = [pl.from_inertia_stamped(inertia_msg("link5", *ON_LINK5)),
+             pl.from_inertia_stamped(inertia_msg("link5", *ON_LINK3))]
+    assert pl.apply_payloads(model, {}, twice)["link5"].mass == ON_LINK3[0]
+    with pytest.raises(pl.PayloadError, match=r"^payloads\[1\]\.inertia\.m: "):
+        pl.apply_payloads(model, cur, [pl.from_inertia_stamped(inertia_msg("link5", *ON_LINK5)),
+                                       pl.from_inertia_stamped(inertia_msg("link5", -1.0, (0, 0, 0),
+                                                                           (0,) * 6), "payloads[1].")])
+    with pytest.raises(pl.PayloadError, match=r"^inertia\.com: expected finite"):
+        pl.apply_payloads(model, cur, [pl.from_inertia_stamped(
+            inertia_msg("link3", 0.0, (float("nan"), 0, 0), (0,) * 6))])
+
+
+def test_build_runtime_armature_payloads_and_dropped(arm):
+    from rbd_ros.node import payload as pl
+    urdf, model = arm
+    ps = {p.link: p for p in pl.from_params(
+        ["flange", "gone", "link3"], [GRIPPED[0], 1.0, -1.0],
+        [*GRIPPED[1], 0, 0, 0, *ON_LINK3[1]], [*GRIPPED[2], *ON_LINK3[2], *ON_LINK3[2]])}
+    joints = ("joint3", "joint1")
+    rt = pl.build_runtime(urdf, floating_base=False, mimic=True, gravity=(0, 0, -9.81),
+                          joints=joints, source="test", armature=[0.2, 0.0], payloads=ps)
+    assert sorted(rt.options["payloads"]) == ["flange"]
+    dropped = dict(rt.options["dropped_payloads"])
+    assert dropped["gone"] == "the model has no link 'gone'"
+    assert dropped["link3"].startswith("payload_masses[2]: expected a finite number >= 0")
+    assert rt.options["armature"] == {"joint3": 0.2}
+    assert list(rt.model.armature) == [0, 0, 0.2, 0, 0, 0, 0]
+    ref = model.with_payload("flange", GRIPPED[0], GRIPPED[1], sym(GRIPPED[2]))
+    q = np.linspace(-1, 1, 7)
+    assert np.array_equal(rbd.gravity(rt.model, q), rbd.gravity(ref, q))
+    assert pl.payloads_text(rt.model) == "flange: 1.5 kg" and pl.armature_text(rt) == "joint3: 0.2"
+    with pytest.raises(pl.PayloadError, match=r"armature\[1\] \(joint1\): expected a finite"):
+        pl.build_runtime(urdf, floating_base=False, mimic=True, gravity=(0, 0, -9.81),
+                         joints=joints, source="test", armature=[0.2, -1.0])
+    # the worker's model command carries the same model
+    from rbd_ros.node import protocol
+    line = protocol.model_command(urdf, "test", False, True, (0, 0, -9.81), rt.options["armature"],
+                                  tuple(rt.options["payloads"].values()), 0.05)
+    kw = protocol.parse_model_command(line)
+    assert kw["friction_velocity_eps"] == 0.05 and kw["armature"] == {"joint3": 0.2}
+    w = pl.build_runtime(joints=(), **kw)
+    assert np.array_equal(w.model.md, rt.model.md) and w.options["payloads"] == rt.options["payloads"]
+    # a payload change keeps the armature and the joints
+    rt2 = pl.with_payloads(rt, {})
+    assert rt2.out_names == joints and list(rt2.model.armature) == list(rt.model.armature)
+    assert np.array_equal(rt2.model.md, model.with_armature(rt.model.armature).md)
+
+
+def test_diagnostics_show_payloads_armature_friction(arm):
+    from rbd_ros.node import payload as pl
+    from rbd_ros.node.diagnostics import build_status
+    from rbd_ros.node.stats import Stats
+    urdf, _ = arm
+    rt = pl.build_runtime(urdf, floating_base=False, mimic=True, gravity=(0, 0, -9.81), joints=(),
+                          source="t", armature=[0, 0.1, 0, 0, 0, 0, 0.02],
+                          payloads={"link5": pl.from_params(["link5"], [ON_LINK5[0]], ON_LINK5[1],
+                                                            ON_LINK5[2])[0]})
+    v = {kv.key: kv.value for kv in build_status("/n", rt, Stats(), 0.0, 0.1, services="on",
+                                                  command_friction=True,
+                                                  payload_rejected=4).values}
+    assert v["payloads"] == "link5: 0.7 kg" and v["armature"] == "joint2: 0.1, joint7: 0.02"
+    assert v["command_friction"] == "true" and v["payloads_rejected"] == "4"
+    v = {kv.key: kv.value for kv in build_status("/n", None, Stats(), 0.0, 0.1,
+                                                  services="on").values}
+    assert v["command_friction"] == "false" and "payloads" not in v

@@ -25,7 +25,7 @@ link still exists is re-attached, one whose link is gone is dropped (listed in
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -47,9 +47,11 @@ class Payload:
     com: tuple       # 3 values, m, link frame
     inertia: tuple   # ixx ixy ixz iyy iyz izz, kg m^2, about the com in link axes
     # how the user wrote the fields (for error messages): core key -> field name
-    fields: tuple = (("link", "link"), ("mass", "mass"), ("com", "com"), ("inertia", "inertia"))
+    fields: tuple = field(default=(("link", "link"), ("mass", "mass"), ("com", "com"),
+                                   ("inertia", "inertia")), compare=False, repr=False)
 
-    def field(self, key: str) -> str:
+    def name_of(self, key: str) -> str:
+        """The user's name of field ``key`` (link, mass, com, inertia)."""
         return dict(self.fields)[key]
 
     def as_dict(self) -> dict:
@@ -114,8 +116,8 @@ def _relabel(p: Payload, e: Exception) -> PayloadError:
     text = str(e)
     key, sep, rest = text.partition(":")
     if sep and key in dict(p.fields):
-        return PayloadError(f"{p.field(key)}:{rest}")
-    return PayloadError(f"{p.field('link')} {p.link!r}: {text}")
+        return PayloadError(f"{p.name_of(key)}:{rest}")
+    return PayloadError(f"{p.name_of('link')} {p.link!r}: {text}")
 
 
 def _check_removal(model, p: Payload) -> None:
@@ -123,10 +125,10 @@ def _check_removal(model, p: Payload) -> None:
     if p.link not in model.link_names:
         close = model.close_links(p.link)
         hint = f"; did you mean {close}?" if close else ""
-        raise PayloadError(f"{p.field('link')}: {p.link!r} is not a link of the model{hint}")
+        raise PayloadError(f"{p.name_of('link')}: {p.link!r} is not a link of the model{hint}")
     for key, values in (("com", p.com), ("inertia", p.inertia)):
         if not all(math.isfinite(x) for x in values):
-            raise PayloadError(f"{p.field(key)}: expected finite numbers, got {list(values)}")
+            raise PayloadError(f"{p.name_of(key)}: expected finite numbers, got {list(values)}")
 
 
 def attach(model, payloads) -> "rbd.Model":
@@ -220,10 +222,22 @@ def payloads_text(model) -> str:
 
 # ----------------------------------------------------------------------------- building
 
-def _finish(model, joints, source, options) -> "rtm.Runtime":
+def _finish(model, joints, source, options, warm: bool = True) -> "rtm.Runtime":
+    """The Runtime; ``warm``: run every kernel once (Runtime.warm_up), else only find out
+    whether forward dynamics works (a payload change: the kernels are compiled already,
+    and warm_up's per-model caches cost ~20 ms for a humanoid)."""
     rt = rtm.Runtime(model, joints, source)
     rt.options = options
-    rt.warm_up()
+    if warm:
+        rt.warm_up()
+    else:
+        q = np.array(model.neutral(), dtype=np.float64)
+        z = np.zeros(model.nv)
+        try:
+            rbd.forward_dynamics(model, q, z, z)
+            rt.fd_error = None
+        except ValueError as e:  # singular H (massless leaf), as in warm_up
+            rt.fd_error = str(e)
     return rt
 
 
@@ -276,4 +290,4 @@ def with_payloads(rt, payloads: dict):
     (link -> Payload).  PayloadError naming the field of a bad one."""
     model = attach(rt.model, payloads.values())
     options = dict(rt.options, payloads=dict(payloads), dropped_payloads=[])
-    return _finish(model, rt.out_names, rt.source, options)
+    return _finish(model, rt.out_names, rt.source, options, warm=False)
