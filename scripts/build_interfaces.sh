@@ -33,7 +33,7 @@ echo "rbd_ros_interfaces: building into $venv" >&2
   "$cmake_bin" --build "$build" -j"$(nproc 2>/dev/null || echo 2)"
   "$cmake_bin" --install "$build"
 } > "$build.log" 2>&1 || { tail -n 60 "$build.log" >&2; echo "rbd_ros_interfaces: build failed (full log: $build.log)" >&2; exit 1; }
-"$venv/bin/python" -c 'from rbd_ros_interfaces.srv import InverseDynamics, ForwardDynamics, InverseDynamicsTrajectory, ForwardDynamicsTrajectory' \
+"$venv/bin/python" -c 'from rbd_ros_interfaces.srv import InverseDynamics, ForwardDynamics, InverseDynamicsTrajectory, ForwardDynamicsTrajectory, SetPayload; from rbd_ros_interfaces.msg import EffortLimitViolation' \
   || { echo "rbd_ros_interfaces: installed but not importable from $venv" >&2; exit 1; }
 echo "$hash" > "$stamp"
 echo "rbd_ros_interfaces: installed into $venv" >&2

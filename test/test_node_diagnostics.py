@@ -110,7 +110,8 @@ def test_protocol_round_trip():
     assert "\n" not in line
     assert protocol.parse_model_command(line) == {
         "urdf_text": "<robot/>", "source": "file x", "floating_base": True, "mimic": False,
-        "gravity": [0.0, 0.0, -1.0]}
+        "gravity": [0.0, 0.0, -1.0], "armature": {}, "payloads": {},
+        "friction_velocity_eps": 0.01}
     assert protocol.parse_event(protocol.event_ready()) == {"event": "ready"}
     assert protocol.parse_event(protocol.event_model(True, name="r", dof=2)) == {
         "event": "model", "ok": True, "name": "r", "dof": 2}

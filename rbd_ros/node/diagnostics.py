@@ -4,19 +4,25 @@ from __future__ import annotations
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
+from rbd_ros.node.payload import armature_text, payloads_text
+
 
 def _short(names, n=10):
     return str(list(names[:n]))[:-1] + (", ...]" if len(names) > n else "]")
 
 
 def build_status(node_fqn: str, rt, stats, now: float, max_state_age: float, *,
-                 services: str, services_error: str | None = None) -> DiagnosticStatus:
+                 services: str, services_error: str | None = None,
+                 command_friction: bool = False, payload_rejected: int = 0) -> DiagnosticStatus:
     """Status of the node named node_fqn.
 
     rt: the current Runtime or None; stats: the control path's Stats; now: monotonic
     time (the clock of the joint-state stamps in rt); services: what the services are
     doing ("on (worker pid 12)", "starting ...", "off"); services_error: why they are
-    off, if they are (raises the level to WARN)."""
+    off, if they are (raises the level to WARN); command_friction: the parameter (the
+    command output adds joint friction); payload_rejected: ~/payload messages refused.
+    The model's payloads ("link: mass kg", ...) and non-zero armature ("joint: value")
+    come from rt."""
     status = DiagnosticStatus()
     status.name = f"rbd_ros: {node_fqn}"
     kv = []
@@ -41,7 +47,9 @@ def build_status(node_fqn: str, rt, stats, now: float, max_state_age: float, *,
         kv += [KeyValue(key="model", value=rt.model.name),
                KeyValue(key="dof", value=str(rt.ndof)),
                KeyValue(key="floating_base", value=str(rt.floating).lower()),
-               KeyValue(key="model_source", value=rt.source)]
+               KeyValue(key="model_source", value=rt.source),
+               KeyValue(key="payloads", value=payloads_text(rt.model)),
+               KeyValue(key="armature", value=armature_text(rt))]
     st = stats
     kv += [KeyValue(key="messages_in", value=str(st.msgs_in)),
            KeyValue(key="messages_out", value=str(st.msgs_out)),
@@ -59,6 +67,8 @@ def build_status(node_fqn: str, rt, stats, now: float, max_state_age: float, *,
                KeyValue(key="callback_time_p99_us", value=f"{cb99:.1f}"),
                KeyValue(key="publish_time_p50_us", value=f"{pu50:.1f}"),
                KeyValue(key="publish_time_p99_us", value=f"{pu99:.1f}")]
+    kv += [KeyValue(key="command_friction", value=str(bool(command_friction)).lower()),
+           KeyValue(key="payloads_rejected", value=str(int(payload_rejected)))]
     kv += [KeyValue(key="services", value=services),
            KeyValue(key="last_error", value=st.last_error)]
     if services_error:

@@ -6,6 +6,7 @@ Module map (rbd_ros/node):
   runtime.py        ROS-free: a model, joint names, merged state, output buffers
   control.py        the control path: joint_states -> Runtime -> published outputs
   services.py       service request -> core -> response, and the service factory
+  payload.py        ROS-light: payloads and armature of the model (parse, check, build)
   worker_client.py  the service worker process seen from the node (restarts)
   protocol.py       the node <-> worker line protocol (both sides)
   service_worker.py the worker process itself
@@ -22,21 +23,24 @@ Threads and executors
   ``control_executor: single``).  Its callback (control.py) merges the state,
   calls rbd_ros.core and publishes preallocated messages.
 * background: the main node ``<name>`` (parameters, ``robot_description``,
-  services, ``/diagnostics``), spun by a SingleThreadedExecutor in a second
-  thread.  Model builds, parameter changes and in-process service requests run
-  here; the numba kernels release the GIL, and the GIL switch interval is
+  ``~/set_payload``, ``~/payload``, services, ``/diagnostics``), spun by a
+  SingleThreadedExecutor in a second thread.  Model builds (URDF, armature,
+  payload changes), parameter changes and in-process service requests run
+  here, one at a time; the numba kernels release the GIL, and the GIL switch interval is
   shortened so the control thread gets the interpreter back quickly.
 Publishing from the control thread on the main node's publishers is safe in
 rclpy (publishers need no executor).
 """
 from __future__ import annotations
 
+import math
 import sys
 import threading
 import time
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import InertiaStamped
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
@@ -45,7 +49,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
 from rbd_ros.node import diagnostics, names, params
-from rbd_ros.node import runtime as rtm
+from rbd_ros.node import payload as pl
 from rbd_ros.node.control import ControlPath
 from rbd_ros.node.heap import freeze_heap
 from rbd_ros.node.services import create_dynamics_services
@@ -58,6 +62,16 @@ DEFAULT_NAME = names.DEFAULT_NAME
 # empty spin_once of the main node is ~190 us of Python holding the GIL, which the
 # control thread then waits for: at 10 Hz (0.1 s) that delayed ~1 % of the messages.
 IDLE_WAKE_S = 1.0
+
+
+def _friction_eps(p: params.Params) -> float:
+    """friction_velocity_eps (declared with the command parameters), when valid."""
+    eps = getattr(p, "friction_velocity_eps", pl.DEFAULT_FRICTION_VELOCITY_EPS)
+    try:
+        eps = float(eps)
+    except (TypeError, ValueError):
+        return pl.DEFAULT_FRICTION_VELOCITY_EPS
+    return eps if math.isfinite(eps) and eps > 0 else pl.DEFAULT_FRICTION_VELOCITY_EPS
 
 
 class DynamicsNode:
@@ -80,9 +94,12 @@ class DynamicsNode:
         self.worker = None
         self.services_error = None
         self.services_ready = False
+        self.sub_payload = None      # ~/payload, created with the first model (latched input)
+        self.payload_rejected = 0    # ~/payload messages refused
 
         params.declare(n)
         p = params.read(n)
+        self._startup_payloads = self._read_startup_payloads(p)
         self.control_executor_kind = p.control_executor
         if self.control_executor_kind not in ("single", "events"):
             self.log.error(f"parameter control_executor: expected 'events' or 'single', got "
@@ -108,6 +125,7 @@ class DynamicsNode:
             String, names.TOPIC_DESCRIPTION, self._on_description, names.QOS_DESCRIPTION)
 
         self._create_services(p)
+        self._create_payload_service()
 
         n.add_on_set_parameters_callback(self._on_set_parameters)
         n.add_post_set_parameters_callback(self._post_set_parameters)
@@ -158,24 +176,55 @@ class DynamicsNode:
         if pending is not None:
             self._source = pending[1]
             self._swap(pending[0])
+        elif any(c.name == "friction_velocity_eps" for c in changes):
+            self._set_friction_eps(_friction_eps(p))
+
+    def _set_friction_eps(self, eps: float):
+        """The services' Coulomb smoothing (an option of the Runtime, resent to the worker)."""
+        rt = self.runtime
+        if rt is None or rt.options.get("friction_velocity_eps") == eps:
+            return
+        rt.options["friction_velocity_eps"] = eps
+        if self.worker is not None:
+            self.worker.send_model(self._source[0], rt.source, rt.options)
 
     # ----------------------------------------------------------------- model
     def _build(self, text: str, where: str, p: params.Params):
+        """A Runtime for this URDF and parameters, with the active payloads (the
+        start-up ones before the first model)."""
+        rt = self.runtime
+        payloads = rt.options.get("payloads", {}) if rt is not None else self._startup_payloads
         with self._build_lock:
-            return rtm.build_runtime(text, floating_base=p.floating_base, mimic=p.mimic,
-                                     gravity=p.gravity, joints=p.joints, source=where)
+            return pl.build_runtime(
+                text, floating_base=p.floating_base, mimic=p.mimic, gravity=p.gravity,
+                joints=p.joints, source=where, armature=p.armature, payloads=payloads,
+                friction_velocity_eps=_friction_eps(p))
 
     def _swap(self, rt):
         old = self.runtime
         if old is not None:
             rt.adopt_state(old)
         self.control_path.bind(rt)  # atomic: the control path reads it once per message
+        for link, reason in rt.options.get("dropped_payloads", ()):
+            text = f"payload on link {link!r} dropped: {reason}"
+            self.log.warning(text)
+            self.stats.error(text)
+        if self.sub_payload is None:
+            # created once a model exists: a latched payload is then delivered to a
+            # model that can check its link
+            self.sub_payload = self.node.create_subscription(
+                InertiaStamped, names.TOPIC_PAYLOAD, self._on_payload, names.QOS_PAYLOAD)
         if self.worker is not None:
             self.worker.send_model(self._source[0], rt.source, rt.options)
         m = rt.model
+        extra = ""
+        if m.payloads:
+            extra += f"; payloads {pl.payloads_text(m)}"
+        if rt.options.get("armature"):
+            extra += f"; armature {pl.armature_text(rt)}"
         self.log.info(f"model {m.name!r} loaded from {rt.source}: {rt.ndof} joint DOF"
                       f"{' + floating base' if rt.floating else ''}, {m.mass:.3f} kg; outputs in "
-                      f"order {list(rt.out_names)}")
+                      f"order {list(rt.out_names)}{extra}")
         if rt.fd_error:
             self.log.warning(f"model {m.name!r}: forward dynamics is not available "
                              f"({rt.fd_error}); the forward dynamics services will refuse "
@@ -204,6 +253,72 @@ class DynamicsNode:
             self.log.error(text)
             self.stats.error(text)
 
+    # --------------------------------------------------------------- payloads
+    def _read_startup_payloads(self, p: params.Params) -> dict:
+        try:
+            return {x.link: x for x in pl.from_params(p.payload_links, p.payload_masses,
+                                                     p.payload_coms, p.payload_inertias)
+                    if x.mass != 0.0}
+        except pl.PayloadError as e:
+            text = f"start-up payloads ignored: {e}"
+            self.log.error(text)
+            self.stats.error(text)
+            return {}
+
+    def set_payloads(self, changes) -> str:
+        """Apply payload changes (list of payload.Payload; mass 0 removes) all or nothing:
+        the new model is built here (background thread) and swapped in before this
+        returns.  Returns a summary; raises PayloadError (the old model stays)."""
+        rt = self.runtime
+        if rt is None:
+            raise pl.PayloadError("no robot model loaded yet: payloads attach to its links "
+                                  "(publish robot_description first)")
+        with self._build_lock:
+            new = pl.apply_payloads(rt.model, rt.options.get("payloads", {}), changes)
+            new_rt = pl.with_payloads(rt, new)
+        self._swap(new_rt)
+        return f"payloads now: {pl.payloads_text(new_rt.model)} (model mass {new_rt.model.mass:.4g} kg)"
+
+    def _on_payload(self, msg):
+        try:
+            text = self.set_payloads([pl.from_inertia_stamped(msg)])
+            self.log.info(f"{names.TOPIC_PAYLOAD}: {text}")
+        except Exception as e:  # refused (or unexpected): count it, keep the old model
+            self.payload_rejected += 1
+            why = str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}"
+            text = f"payload message refused: {why} (model unchanged)"
+            self.stats.error(text)
+            self.log.warning(text, throttle_duration_sec=1.0)
+
+    def _on_set_payload(self, request, response):
+        try:
+            changes = [pl.from_inertia_stamped(m, f"payloads[{i}].")
+                       for i, m in enumerate(request.payloads)]
+            response.message = self.set_payloads(changes)
+            response.success = True
+        except Exception as e:  # refused (or unexpected): the old model stays
+            response.success = False
+            response.message = str(e) if isinstance(e, ValueError) \
+                else f"internal error: {type(e).__name__}: {e}"
+            self.log.warning(f"set_payload refused: {response.message}",
+                             throttle_duration_sec=1.0)
+        return response
+
+    def _create_payload_service(self):
+        try:
+            from rbd_ros_interfaces.srv import SetPayload
+        except ImportError as e:
+            self.srv_set_payload = None
+            if self.services_error is None:  # else already said: no rbd_ros_interfaces at all
+                text = (f"rbd_ros_interfaces has no SetPayload ({e}): the "
+                        f"{names.SRV_SET_PAYLOAD} service is OFF (rebuild rbd_ros_interfaces); "
+                        f"the {names.TOPIC_PAYLOAD} topic works")
+                self.log.error(text)
+                self.stats.error(text)
+            return
+        self.srv_set_payload = self.node.create_service(SetPayload, names.SRV_SET_PAYLOAD,
+                                                        self._on_set_payload)
+
     # --------------------------------------------------------------- services
     def _create_services(self, p: params.Params):
         try:
@@ -211,7 +326,7 @@ class DynamicsNode:
         except ImportError as e:
             self.services_error = (
                 f"rbd_ros_interfaces is not available ({e}): the inverse/forward dynamics "
-                "services are OFF; the torque topics work. Build the package (colcon build "
+                "and set_payload services are OFF; the torque topics (and ~/payload) work. Build the package (colcon build "
                 "--base-paths src src/rbd_ros/rbd_ros_interfaces, or "
                 "scripts/build_interfaces.sh VENV) and restart the node.")
             self.log.error(self.services_error)
@@ -244,7 +359,9 @@ class DynamicsNode:
         text, error = self.services_state()
         status = diagnostics.build_status(
             self.node.get_fully_qualified_name(), self.runtime, self.stats, time.monotonic(),
-            self.max_state_age, services=text, services_error=error)
+            self.max_state_age, services=text, services_error=error,
+            command_friction=bool(getattr(params.read(self.node), "command_friction", False)),
+            payload_rejected=self.payload_rejected)
         self.pub_diag.publish(diagnostics.as_array(status, self.node.get_clock().now().to_msg()))
 
     # ---------------------------------------------------------------- running

@@ -21,6 +21,9 @@ SRV_ID = "~/inverse_dynamics"
 SRV_ID_TRAJ = "~/inverse_dynamics_trajectory"
 SRV_FD = "~/forward_dynamics"
 SRV_FD_TRAJ = "~/forward_dynamics_trajectory"
+# payloads at run time (dynamics_node.py, payload.py)
+TOPIC_PAYLOAD = "~/payload"                     # geometry_msgs/InertiaStamped, latched
+SRV_SET_PAYLOAD = "~/set_payload"               # rbd_ros_interfaces/srv/SetPayload
 
 QOS_DESCRIPTION = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
                              reliability=ReliabilityPolicy.RELIABLE,
@@ -31,3 +34,7 @@ QOS_JOINT_STATES_RELIABLE = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST
 QOS_OUTPUT = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST,
                         reliability=ReliabilityPolicy.RELIABLE,
                         durability=DurabilityPolicy.VOLATILE)
+# ~/payload: reliable + transient local, so a gripper driver can latch what it holds
+QOS_PAYLOAD = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST,
+                         reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)

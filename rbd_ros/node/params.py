@@ -78,6 +78,33 @@ PARAMETERS = [
         "SingleThreadedExecutor).", ParameterType.PARAMETER_STRING, read_only=True)),
 ]
 
+# Real-robot terms of the model (payload.py): armature rebuilds the model (structural);
+# the payload_* parameters are the payloads at start-up only (read-only: at run time
+# payloads come from ~/set_payload and ~/payload)
+ROBOT_PARAMETERS = [
+    ("armature", Parameter.Type.DOUBLE_ARRAY, _desc(
+        "Rotor inertia reflected to each joint (I_rotor * gear_ratio^2; kg m^2 for revolute, kg "
+        "for prismatic joints), one value >= 0 per joint in `joints` order (every DOF in model "
+        "order when `joints` is empty); unset/empty: zero. Adds diag(armature) to H and "
+        "armature * qdd to inverse dynamics. Changing it rebuilds the model.",
+        ParameterType.PARAMETER_DOUBLE_ARRAY)),
+    ("payload_links", Parameter.Type.STRING_ARRAY, _desc(
+        "Start-up payloads: the URDF links they are attached to (one payload per link).",
+        ParameterType.PARAMETER_STRING_ARRAY, read_only=True)),
+    ("payload_masses", Parameter.Type.DOUBLE_ARRAY, _desc(
+        "Start-up payloads: mass in kg, one per payload_links entry.",
+        ParameterType.PARAMETER_DOUBLE_ARRAY, read_only=True)),
+    ("payload_coms", Parameter.Type.DOUBLE_ARRAY, _desc(
+        "Start-up payloads: centre of mass in the link frame (m), 3 values (x y z) per "
+        "payload_links entry.", ParameterType.PARAMETER_DOUBLE_ARRAY, read_only=True)),
+    ("payload_inertias", Parameter.Type.DOUBLE_ARRAY, _desc(
+        "Start-up payloads: inertia about the centre of mass in link axes (kg m^2), 6 values "
+        "(ixx ixy ixz iyy iyz izz) per payload_links entry.",
+        ParameterType.PARAMETER_DOUBLE_ARRAY, read_only=True)),
+]
+PARAMETERS += ROBOT_PARAMETERS
+STRUCTURAL += ("armature",)
+
 
 @dataclasses.dataclass(frozen=True)
 class Params:
@@ -97,12 +124,23 @@ class Params:
     service_threads: int = 0
     service_process: bool = True
     control_executor: str = "events"
+    # real-robot terms (ROBOT_PARAMETERS)
+    armature: tuple = ()
+    payload_links: tuple = ()
+    payload_masses: tuple = ()
+    payload_coms: tuple = ()
+    payload_inertias: tuple = ()
 
     @classmethod
     def from_values(cls, values: dict) -> "Params":
         v = dict(values)
         v["joints"] = tuple(v.get("joints") or ())
         v["gravity"] = tuple(float(x) for x in v.get("gravity", cls.gravity))
+        for name in ("armature", "payload_masses", "payload_coms", "payload_inertias"):
+            if name in v:
+                v[name] = tuple(float(x) for x in (v[name] or ()))
+        if "payload_links" in v:
+            v["payload_links"] = tuple(str(x) for x in (v["payload_links"] or ()))
         return cls(**v)
 
     def updated(self, changes) -> "Params":

@@ -5,7 +5,9 @@ process (service_worker.py), defined once for both sides.
   (``worker_argv`` / ``parse_argv``).
 * node -> worker (stdin), one JSON object per line, one per model change
   (``model_command`` / ``parse_model_command``):
-  ``{"urdf": ..., "where": ..., "floating_base": ..., "mimic": ..., "gravity": [...]}``.
+  ``{"urdf": ..., "where": ..., "floating_base": ..., "mimic": ..., "gravity": [...],
+  "armature": {dof name: value}, "payloads": [{"link", "mass", "com", "inertia"}, ...],
+  "friction_velocity_eps": ...}`` (the last three optional: none, none, 0.01).
   Closing stdin tells the worker to exit.
 * worker -> node (stdout), one JSON object per line (``event_*`` / ``parse_event``):
   ``{"event": "ready"}`` once its services exist;
@@ -39,18 +41,30 @@ def parse_argv(argv) -> WorkerArgs:
     return WorkerArgs(argv[0], int(argv[1]), len(argv) > 2 and argv[2] == "1")
 
 
-def model_command(urdf: str, where: str, floating_base: bool, mimic: bool, gravity) -> str:
-    return json.dumps({"urdf": urdf, "where": where, "floating_base": bool(floating_base),
-                       "mimic": bool(mimic), "gravity": [float(x) for x in gravity]})
+def model_command(urdf: str, where: str, floating_base: bool, mimic: bool, gravity,
+                  armature=None, payloads=(), friction_velocity_eps=None) -> str:
+    """``armature``: {DOF name: value}; ``payloads``: payload.Payload objects."""
+    cmd = {"urdf": urdf, "where": where, "floating_base": bool(floating_base),
+           "mimic": bool(mimic), "gravity": [float(x) for x in gravity],
+           "armature": {str(k): float(x) for k, x in (armature or {}).items()},
+           "payloads": [p.as_dict() for p in payloads]}
+    if friction_velocity_eps is not None:
+        cmd["friction_velocity_eps"] = float(friction_velocity_eps)
+    return json.dumps(cmd)
 
 
 def parse_model_command(line: str) -> dict:
-    """The keyword arguments of runtime.build_runtime (but joints) from a command line.
+    """The keyword arguments of payload.build_runtime (but joints) from a command line.
     Raises ValueError/KeyError on a malformed line."""
+    from rbd_ros.node.payload import DEFAULT_FRICTION_VELOCITY_EPS, Payload
     cmd = json.loads(line)
+    payloads = [Payload.from_dict(d) for d in cmd.get("payloads", ())]
     return {"urdf_text": cmd["urdf"], "source": cmd["where"],
             "floating_base": cmd["floating_base"], "mimic": cmd["mimic"],
-            "gravity": cmd["gravity"]}
+            "gravity": cmd["gravity"], "armature": dict(cmd.get("armature") or {}),
+            "payloads": {p.link: p for p in payloads},
+            "friction_velocity_eps": float(cmd.get("friction_velocity_eps",
+                                                   DEFAULT_FRICTION_VELOCITY_EPS))}
 
 
 def event_ready() -> str:

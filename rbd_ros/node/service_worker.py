@@ -42,7 +42,7 @@ def main(argv=None):
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
     from rclpy.signals import SignalHandlerOptions
 
-    from rbd_ros.node import runtime as rtm
+    from rbd_ros.node import payload as pl
     from rbd_ros.node.heap import freeze_heap
     from rbd_ros.node.services import create_dynamics_services
 
@@ -57,7 +57,7 @@ def main(argv=None):
 
     def load(line):
         try:
-            rt = rtm.build_runtime(joints=(), **protocol.parse_model_command(line))
+            rt = pl.build_runtime(joints=(), **protocol.parse_model_command(line))
         except Exception as e:  # the parent validated it; report, keep the old model
             log.error(f"service worker could not build the model: {e}")
             _report(protocol.event_model(False, error=str(e)))

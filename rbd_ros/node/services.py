@@ -3,6 +3,12 @@
 Every function takes the current Runtime (or None), a request and a response
 of the rbd_ros_interfaces service types, fills the response and returns it.
 Bad requests give success=False and a message naming the field.
+
+Inverse dynamics: ``include_friction`` adds ``rbd.friction`` (the URDF's
+damping and Coulomb friction, smoothed by ``rt.options["friction_velocity_eps"]``)
+at the request's velocities; efforts above the URDF effort limits
+(``model.effort_limit``, inf = none) are reported in ``limit_violations`` and
+counted in the message, the efforts are still returned (success stays true).
 """
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ from geometry_msgs.msg import Accel, Wrench
 
 import rbd_ros.core as rbd
 
+DEFAULT_FRICTION_VELOCITY_EPS = 0.01
 NO_MODEL = ("no robot model loaded yet: publish the URDF on robot_description or set the "
             "robot_description / urdf_file parameter")
 CHUNK = 512  # trajectory points per core call (bounded memory, GIL released in between)
@@ -132,6 +139,8 @@ def inverse_dynamics(rt, req, resp):
             v[0:6] = _twist(req.base_velocity, "base_velocity")
             a[0:6] = _twist(req.base_acceleration, "base_acceleration")
         tau = rbd.rnea(rt.model, q, v, a, f_ext=f_ext, f_ext_frame=frame)
+        if getattr(req, "include_friction", False):
+            tau += rbd.friction(rt.model, v, friction_eps(rt))
     except (BadRequest, ValueError) as e:
         return _fail(resp, str(e))
     out = np.ascontiguousarray(tau[rt.dof_v[idx]])
@@ -141,7 +150,38 @@ def inverse_dynamics(rt, req, resp):
     resp.effort = array.array("d", out.tobytes())
     if rt.floating:
         resp.base_wrench = _six_to(Wrench, tau[0:6].tolist())
-    return _ok(resp)
+    n_viol = _limit_violations(rt, req.name, idx, out[None, :], resp)
+    return _ok(resp, _violations_text(n_viol, "ok"))
+
+
+def friction_eps(rt) -> float:
+    """The Coulomb smoothing velocity the model was built with (friction_velocity_eps)."""
+    return float(rt.options.get("friction_velocity_eps", DEFAULT_FRICTION_VELOCITY_EPS))
+
+
+def _limit_violations(rt, names, idx, efforts, resp) -> int:
+    """Fill resp.limit_violations with every (point, joint) of ``efforts`` (points x
+    len(names), request order) whose magnitude exceeds the joint's effort limit;
+    returns how many.  Points first, joints in request order within a point."""
+    if not hasattr(resp, "limit_violations"):
+        return 0
+    limit = np.asarray(rt.model.effort_limit)[rt.dof_v[idx]]
+    over = np.argwhere(np.abs(efforts) > limit)
+    if over.size == 0:
+        return 0
+    from rbd_ros_interfaces.msg import EffortLimitViolation
+    resp.limit_violations = [
+        EffortLimitViolation(joint=names[k], point=int(i), effort=float(efforts[i, k]),
+                             limit=float(limit[k]))
+        for i, k in over.tolist()]
+    return len(over)
+
+
+def _violations_text(n: int, head: str) -> str:
+    if not n:
+        return head
+    return (f"{head}; {n} effort limit violation{'s' if n != 1 else ''} (|effort| above the "
+            f"URDF effort limit): see limit_violations")
 
 
 def forward_dynamics(rt, req, resp):
@@ -256,11 +296,15 @@ def _fill_points(points, field: str, values: np.ndarray):
         setattr(pt, field, array.array("d", row.tobytes()))
 
 
-def _trajectory(rt, req, resp, fn, third: str, result: str, what: str, base_in, base_out):
+def _trajectory(rt, req, resp, fn, third: str, result: str, what: str, base_in, base_out,
+                add=None, check=None):
     """Shared body of the trajectory services: ``fn`` over every point, the
     result written into each point's ``result`` field.  Floating base:
     ``base_in`` = (request field, converter) of the third base quantity,
-    ``base_out`` = (response field, message type) of the base result."""
+    ``base_out`` = (response field, message type) of the base result.
+    ``add(rt, req, V)``: None or an array added to the result (inverse dynamics:
+    friction); ``check(rt, req, idx, out, resp)``: count of limit violations put in
+    resp (inverse dynamics)."""
     if rt is None:
         return _fail(resp, NO_MODEL)
     try:
@@ -269,6 +313,9 @@ def _trajectory(rt, req, resp, fn, third: str, result: str, what: str, base_in, 
             _base_trajectory(req, Q.shape[0], Q, V, X, *base_in)
         f_ext, frame = _wrenches(rt, req.wrench_links, req.wrenches, req.wrench_frame)
         res = _batched(fn, rt, Q, V, X, f_ext, frame)
+        extra = add(rt, req, V) if add is not None else None
+        if extra is not None:
+            res += extra
     except (BadRequest, ValueError) as e:
         return _fail(resp, str(e))
     out = np.ascontiguousarray(res[:, rt.dof_v[idx]])
@@ -282,7 +329,8 @@ def _trajectory(rt, req, resp, fn, third: str, result: str, what: str, base_in, 
     if rt.floating:
         field, msg_type = base_out
         setattr(resp, field, [_six_to(msg_type, row) for row in res[:, 0:6].tolist()])
-    return _ok(resp, f"ok: {out.shape[0]} points")
+    n_viol = check(rt, req, idx, out, resp) if check is not None else 0
+    return _ok(resp, _violations_text(n_viol, f"ok: {out.shape[0]} points"))
 
 
 def _six_to(msg_type, row):
@@ -293,9 +341,20 @@ def _six_to(msg_type, row):
     return m
 
 
+def _friction_of(rt, req, V):
+    if getattr(req, "include_friction", False):
+        return rbd.friction(rt.model, V, friction_eps(rt))
+    return None
+
+
+def _trajectory_violations(rt, req, idx, out, resp):
+    return _limit_violations(rt, list(req.trajectory.joint_names), idx, out, resp)
+
+
 def inverse_dynamics_trajectory(rt, req, resp):
     return _trajectory(rt, req, resp, rbd.rnea, "accelerations", "effort", "effort",
-                       ("base_accelerations", _twist), ("base_wrenches", Wrench))
+                       ("base_accelerations", _twist), ("base_wrenches", Wrench),
+                       add=_friction_of, check=_trajectory_violations)
 
 
 def forward_dynamics_trajectory(rt, req, resp):

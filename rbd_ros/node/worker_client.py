@@ -83,9 +83,13 @@ class WorkerClient:
                          name="rbd_ros_worker_writer").start()
 
     def send_model(self, urdf: str, where: str, options: dict) -> None:
-        """Queue a model for the worker (a writer thread feeds its stdin: never blocks)."""
+        """Queue a model for the worker (a writer thread feeds its stdin: never blocks).
+        ``options``: Runtime.options (floating_base, mimic, gravity; armature, payloads and
+        friction_velocity_eps when payload.build_runtime made it)."""
         line = protocol.model_command(urdf, where, options["floating_base"], options["mimic"],
-                                      options["gravity"])
+                                      options["gravity"], options.get("armature"),
+                                      tuple((options.get("payloads") or {}).values()),
+                                      options.get("friction_velocity_eps"))
         with self._lock:
             self._last_model = line
             if self.proc is not None:
