@@ -55,7 +55,7 @@ def dof_parents(model):
 
 
 def ltdl(model, H, lam=None):
-    """The packed factor of H (a copy): D on the diagonal, L below."""
+    """The packed factor of H (a copy): D on the diagonal, L below, zeros above."""
     lam = dof_parents(model) if lam is None else lam
     H = np.array(H, dtype=float)
     for k in range(H.shape[0] - 1, -1, -1):
@@ -68,7 +68,7 @@ def ltdl(model, H, lam=None):
                 j = lam[j]
             H[k, i] = a
             i = lam[i]
-    return H
+    return np.tril(H)
 
 
 def ltdl_solve(model, LD, b, lam=None):
