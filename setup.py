@@ -56,7 +56,8 @@ setup(
     python_requires=">=3.10",
     install_requires=["numpy>=1.24", "numba>=0.59", "urdf-parser-py>=0.0.4"],
     extras_require={
-        "test": ["pytest>=7", "pin==4.1.0", "example-robot-data==6.0.0"],
+        "test": ["pytest>=7", "pin==4.1.0", "example-robot-data==6.0.0", "mujoco==4.0.0"],
+        "sim": ["mujoco==4.0.0"],
         "ros": ROS_WHEELS,
         "ros-build": ROS_WHEELS + ROS_BUILD_WHEELS,
     },
@@ -69,6 +70,7 @@ setup(
         "console_scripts": [
             "dynamics_node = rbd_ros.node.main:main",
             "rbd_dynamics = rbd_ros.cli:main",
+            "sim_driver = rbd_ros.sim.driver:main",
         ],
     },
 )
