@@ -78,6 +78,7 @@ class DynamicsNode:
         self._pending = None  # (runtime, source) validated by the on-set callback
         self._source = None   # (urdf text, where) of the loaded model
         self.worker = None
+        self.relay = None     # the in-process trajectory relay (service_process: false)
         self.services_error = None
         self.services_ready = False
 
@@ -217,9 +218,11 @@ class DynamicsNode:
             self.log.error(self.services_error)
             self.stats.error(self.services_error)
             return
+        relay = (self.node.resolve_topic_name(names.TOPIC_TRAJECTORY_IN),
+                 self.node.resolve_topic_name(names.TOPIC_TRAJECTORY_OUT))
         if p.service_process:
             self.worker = WorkerClient(self.node.get_fully_qualified_name(), p.numba_threads,
-                                       self.log, on_error=self.stats.error)
+                                       self.log, on_error=self.stats.error, relay=relay)
             rt = self.runtime
             if rt is not None:
                 self.worker.send_model(self._source[0], rt.source, rt.options)
@@ -227,6 +230,8 @@ class DynamicsNode:
         else:
             self.services = create_dynamics_services(
                 self.node, self.node.get_fully_qualified_name(), lambda: self.runtime, self.log)
+            from rbd_ros.node.relay import TrajectoryRelay
+            self.relay = TrajectoryRelay(self.node, *relay, lambda: self.runtime, self.log)
             self.services_ready = True
 
     def services_state(self):
@@ -242,9 +247,12 @@ class DynamicsNode:
     # ------------------------------------------------------------ diagnostics
     def _publish_diagnostics(self):
         text, error = self.services_state()
+        w, r = self.worker, self.relay
+        relay = w.relay_counts if w is not None else \
+            {"relayed": r.relayed, "refused": r.refused} if r is not None else None
         status = diagnostics.build_status(
             self.node.get_fully_qualified_name(), self.runtime, self.stats, time.monotonic(),
-            self.max_state_age, services=text, services_error=error)
+            self.max_state_age, services=text, services_error=error, relay=relay)
         self.pub_diag.publish(diagnostics.as_array(status, self.node.get_clock().now().to_msg()))
 
     # ---------------------------------------------------------------- running

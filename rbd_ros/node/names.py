@@ -21,6 +21,9 @@ SRV_ID = "~/inverse_dynamics"
 SRV_ID_TRAJ = "~/inverse_dynamics_trajectory"
 SRV_FD = "~/forward_dynamics"
 SRV_FD_TRAJ = "~/forward_dynamics_trajectory"
+# trajectory relay (relay.py; runs where the services run)
+TOPIC_TRAJECTORY_IN = "~/trajectory_in"
+TOPIC_TRAJECTORY_OUT = "~/trajectory_out"
 
 QOS_DESCRIPTION = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
                              reliability=ReliabilityPolicy.RELIABLE,
