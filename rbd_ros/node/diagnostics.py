@@ -10,13 +10,16 @@ def _short(names, n=10):
 
 
 def build_status(node_fqn: str, rt, stats, now: float, max_state_age: float, *,
-                 services: str, services_error: str | None = None) -> DiagnosticStatus:
+                 services: str, services_error: str | None = None,
+                 command=()) -> DiagnosticStatus:
     """Status of the node named node_fqn.
 
     rt: the current Runtime or None; stats: the control path's Stats; now: monotonic
     time (the clock of the joint-state stamps in rt); services: what the services are
     doing ("on (worker pid 12)", "starting ...", "off"); services_error: why they are
-    off, if they are (raises the level to WARN)."""
+    off, if they are (raises the level to WARN); command: (key, value) pairs of the
+    effort command (ControlPath.command_diagnostics: command_mode, command_fallback,
+    command_clamped, desired_dropped, ...)."""
     status = DiagnosticStatus()
     status.name = f"rbd_ros: {node_fqn}"
     kv = []
@@ -59,6 +62,7 @@ def build_status(node_fqn: str, rt, stats, now: float, max_state_age: float, *,
                KeyValue(key="callback_time_p99_us", value=f"{cb99:.1f}"),
                KeyValue(key="publish_time_p50_us", value=f"{pu50:.1f}"),
                KeyValue(key="publish_time_p99_us", value=f"{pu99:.1f}")]
+    kv += [KeyValue(key=k, value=v) for k, v in command]
     kv += [KeyValue(key="services", value=services),
            KeyValue(key="last_error", value=st.last_error)]
     if services_error:
