@@ -11,13 +11,15 @@ def _short(names, n=10):
 
 def build_status(node_fqn: str, rt, stats, now: float, max_state_age: float, *,
                  services: str, services_error: str | None = None,
-                 relay: dict | None = None) -> DiagnosticStatus:
+                 command=(), relay: dict | None = None) -> DiagnosticStatus:
     """Status of the node named node_fqn.
 
     rt: the current Runtime or None; stats: the control path's Stats; now: monotonic
     time (the clock of the joint-state stamps in rt); services: what the services are
     doing ("on (worker pid 12)", "starting ...", "off"); services_error: why they are
-    off, if they are (raises the level to WARN); relay: the trajectory relay's totals
+    off, if they are (raises the level to WARN); command: (key, value) pairs of the
+    effort command (ControlPath.command_diagnostics: command_mode, command_fallback,
+    command_clamped, desired_dropped, ...); relay: the trajectory relay's totals
     ({"relayed": n, "refused": m}) or None."""
     status = DiagnosticStatus()
     status.name = f"rbd_ros: {node_fqn}"
@@ -61,6 +63,7 @@ def build_status(node_fqn: str, rt, stats, now: float, max_state_age: float, *,
                KeyValue(key="callback_time_p99_us", value=f"{cb99:.1f}"),
                KeyValue(key="publish_time_p50_us", value=f"{pu50:.1f}"),
                KeyValue(key="publish_time_p99_us", value=f"{pu99:.1f}")]
+    kv += [KeyValue(key=k, value=v) for k, v in command]
     if relay is not None:
         kv += [KeyValue(key=f"trajectories_{k}", value=str(v)) for k, v in relay.items()]
     kv += [KeyValue(key="services", value=services),

@@ -43,6 +43,7 @@ from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
+from trajectory_msgs.msg import JointTrajectory
 
 from rbd_ros.node import diagnostics, names, params
 from rbd_ros.node import runtime as rtm
@@ -124,6 +125,9 @@ class DynamicsNode:
             else qos_profile_sensor_data
         self.sub_js = self.control.create_subscription(
             JointState, js_topic, self.control_path.on_joint_state, qos)
+        self.sub_desired = self.control.create_subscription(
+            JointTrajectory, n.resolve_topic_name(names.TOPIC_DESIRED),
+            self.control_path.on_desired, names.QOS_DESIRED)
         self.log.info(
             f"listening on {js_topic} ({'reliable' if p.joint_states_reliable else 'best effort'})"
             f", publishing {n.resolve_topic_name(names.TOPIC_GRAVITY)} and friends")
@@ -149,6 +153,12 @@ class DynamicsNode:
                     self._pending = (self._build(source[0], source[1], new), source)
             except (ValueError, OSError) as e:  # rbd.ModelError is a ValueError
                 return SetParametersResult(successful=False, reason=str(e))
+        if any(c.name in params.COMMAND or c.name in params.STRUCTURAL for c in changes):
+            rt = self._pending[0] if self._pending is not None else self.runtime
+            error = self.control_path.command_settings_error(new, rt)
+            if error:
+                self._pending = None
+                return SetParametersResult(successful=False, reason=error)
         return SetParametersResult(successful=True)
 
     def _post_set_parameters(self, changes):
@@ -247,12 +257,14 @@ class DynamicsNode:
     # ------------------------------------------------------------ diagnostics
     def _publish_diagnostics(self):
         text, error = self.services_state()
+        now = time.monotonic()
         w, r = self.worker, self.relay
         relay = w.relay_counts if w is not None else \
             {"relayed": r.relayed, "refused": r.refused} if r is not None else None
         status = diagnostics.build_status(
-            self.node.get_fully_qualified_name(), self.runtime, self.stats, time.monotonic(),
-            self.max_state_age, services=text, services_error=error, relay=relay)
+            self.node.get_fully_qualified_name(), self.runtime, self.stats, now,
+            self.max_state_age, services=text, services_error=error,
+            command=self.control_path.command_diagnostics(now), relay=relay)
         self.pub_diag.publish(diagnostics.as_array(status, self.node.get_clock().now().to_msg()))
 
     # ---------------------------------------------------------------- running

@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit
 
 import rbd_ros.core as rbd
+from rbd_ros.node.command import CommandLaw
 
 BUNDLED_ROBOTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "robots")
 FREE_FLYER = "root_joint"
@@ -175,6 +176,10 @@ class Runtime:
         self.g_buf, self.g = _array(self.nout)
         self.b_buf, self.b = _array(self.nout)
         self.h_buf, self.h = _array(self.nout * self.nout)
+        # ~/effort_command and ~/feedforward_torques: the command law's buffers (command.py)
+        self.law = CommandLaw(self)
+        self.cmd_buf, self.cmd = self.law.cmd_buf, self.law.cmd
+        self.ff_buf, self.ff = self.law.ff_buf, self.law.ff
 
     # ---------------------------------------------------------------- names
     def unknown_joint_text(self, name: str, field: str) -> str:
@@ -315,6 +320,7 @@ class Runtime:
         rbd.rnea(model, qb, zb, zb)
         fe = np.zeros((len(model.link_names), 6))
         rbd.rnea(model, q, z, z, f_ext=fe, f_ext_frame="world")
+        self.law.warm_up()
         self.fd_error = None
         for args, kw in (((q, z, z), {}), ((qb, zb, zb), {}),
                          ((q, z, z), {"f_ext": fe, "f_ext_frame": "local"})):
