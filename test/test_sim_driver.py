@@ -64,6 +64,10 @@ class Responder:
         with self.lock:
             self.law = law
 
+    def latest(self):
+        with self.lock:
+            return self.states[-1]
+
     def since(self, t):
         with self.lock:
             return [s for s in self.states if s[0] >= t]
@@ -127,10 +131,9 @@ def _gravity_law(q, v):
 def test_gravity_command_holds_the_arm(loop):
     # bring the arm back to rest at Q0, then hold it with g(q) alone
     loop.set_law(_settle_law(Q0))
-    wait_for(lambda: (lambda s: s and float(np.max(np.abs(s[-1][2]))) < 2e-4)(
-        loop.since(time.monotonic() - 0.05)), timeout=4.0)
-    now = loop.since(time.monotonic() - 0.05)
-    assert now and float(np.max(np.abs(now[-1][2]))) < 0.01, f"not at rest: v = {now[-1][2]}"
+    wait_for(lambda: float(np.max(np.abs(loop.latest()[2]))) < 2e-4, timeout=4.0)
+    last = loop.latest()
+    assert float(np.max(np.abs(last[2]))) < 0.01, f"not at rest: v = {last[2]}"
     loop.set_law(_gravity_law)
     time.sleep(0.1)
     t = time.monotonic()
@@ -150,8 +153,8 @@ def test_gravity_command_holds_the_arm(loop):
 def test_stale_command_falls_to_zero_effort(loop):
     loop.set_law(_gravity_law)
     time.sleep(0.3)
-    before = loop.since(time.monotonic() - 0.1)
-    assert before and float(np.max(np.abs(before[-1][3]))) > 30.0   # sentinel: effort applied
+    # sentinel: the gravity effort is being applied
+    assert wait_for(lambda: float(np.max(np.abs(loop.latest()[3]))) > 30.0, timeout=3)
     loop.set_law(None)
     t, t_wall = time.monotonic(), time.time()
     assert wait_for(lambda: any(np.all(s[3] == 0.0) for s in loop.since(t)), timeout=TIMEOUT + 2.0)
@@ -192,7 +195,7 @@ def test_bad_commands_dropped_and_counted(loop, sim, client):
     good2 = -good1
     # matched and listening: a good command shows up in the effort field
     loop.set_law(lambda q, v: good1)
-    assert wait_for(lambda: any(np.array_equal(s[3], good1) for s in loop.since(time.monotonic() - 0.05)),
+    assert wait_for(lambda: np.array_equal(loop.latest()[3], good1),
                     timeout=5)
     loop.set_law(None)
     bad = [[1.0] * 6, [1.0] * 8, [], [1.0, 2.0, float("nan"), 4.0, 5.0, 6.0, 7.0],
@@ -242,7 +245,36 @@ def test_robot_description_published(sim, client):
     assert rec.latest().data.strip() == open(ARM_URDF).read().strip()
 
 
+def test_joint_subset_order_and_publish_rate(client):
+    """joints = a subset in another order: states and commands use it; publish_rate thins the states."""
+    ns = unique_ns("simsub")
+    args = ["-p", "urdf_file:=rbd_arm7", "-p", "joints:=['joint7', 'joint2']",
+            "-p", "initial_positions:=[0.3, 0.6]", "-p", "publish_rate:=100.0"]
+    proc = NodeProcess(ns, extra_args=args, module_args=("-m", "rbd_ros.sim"))
+    try:
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+        rec = client.record(JointState, f"/{ns}/joint_states",
+                            QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
+        pub = client.publisher(Float64MultiArray, f"/{ns}/effort_command")
+        assert wait_for(lambda: rec.count() > 5, timeout=30), proc.log()
+        first = rec.snapshot()[0][0]
+        assert list(first.name) == ["joint7", "joint2"]
+        n0 = rec.count()
+        time.sleep(1.5)
+        msgs = rec.snapshot()[0][n0:]
+        stamps = np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in msgs])
+        rate = (len(stamps) - 1) / (stamps[-1] - stamps[0])
+        print(f"publish_rate 100: {rate:.1f} Hz")
+        assert 80 < rate < 105
+        cmd = [0.25, -3.5]
+        assert wait_for(lambda: (pub.publish(Float64MultiArray(data=cmd)) or
+                                 np.array_equal(rec.latest().effort, cmd)), timeout=5, period=0.02)
+    finally:
+        assert proc.stop() == 0, proc.log()
+
+
 @pytest.mark.parametrize("args, message", [
+    (["-p", "urdf_file:=rbd_arm7", "-p", "integrator:=verlet"], "integrator: expected one of"),
     (["-p", "urdf_file:=/no/such.urdf"], "urdf_file: no such file"),
     (["-p", "urdf_file:=rbd_arm7", "-p", "initial_positions:=[0.1, 0.2]"],
      "initial_positions: expected 7 finite numbers"),

@@ -275,6 +275,10 @@ class SimDriver:
                     break
         except KeyboardInterrupt:
             pass
+        except Exception:
+            if self.context_ok():
+                raise
+            # SIGINT: rclpy shut the context down between two checks (publish then fails)
         finally:
             self._stop.set()
 
