@@ -62,7 +62,7 @@ TRAJ_K = (1, 1, 2, 1, 2, 2, 2)
 # loaded machine before the node falls back to the damped hold / the driver to zero effort.
 NODE_PARAMS = {"command_mode": "computed_torque", "kp": [KP], "kd": [KD], "max_desired_age": 0.25,
                "service_process": False, "publish_inertia": False, "publish_bias": False}
-SIM_PARAMS = {"command_timeout": 0.25}
+SIM_PARAMS = {"command_timeout": 0.25, "wait_for_command": True}
 
 
 def reference(t: float, q0=Q0, duration=TRAJ_S, amp=TRAJ_AMP, k=TRAJ_K):
@@ -339,11 +339,11 @@ def settle(loop: ClosedLoop, q0=Q0, tol=5e-3, vtol=5e-2, hold=0.3, timeout=30.0)
     assert all(ok for ok, _ in res), res
     q0 = np.asarray(q0)
 
-    def still():
+    def still():   # under command (the driver applies an effort) and at rest near q0
         t1 = loop.now()
-        t, Q, V, _ = loop.window(t1 - hold, t1)
-        return len(t) > 10 and t[-1] - t[0] > 0.8 * hold and \
-            np.max(np.abs(Q - q0)) < tol and np.max(np.abs(V)) < vtol
+        t, Q, V, E = loop.window(t1 - hold, t1)
+        return len(t) > 10 and t[-1] - t[0] > 0.8 * hold and np.all(np.any(E != 0.0, axis=1)) \
+            and np.max(np.abs(Q - q0)) < tol and np.max(np.abs(V)) < vtol
     return loop._wait(still, timeout, loop.node_proc)
 
 
@@ -379,9 +379,10 @@ def measure_tracking(loop: ClosedLoop, q0=Q0, duration=TRAJ_S, settle=0.3):
     return float(np.sqrt(np.mean(e ** 2))), float(np.max(np.abs(e))), t_start, t_start + duration
 
 
-def measure_sag(loop: ClosedLoop, seconds=1.0):
+def measure_sag(loop: ClosedLoop, seconds=1.0, early=0.1):
     """Stop the node; from the first joint state with zero applied effort on, how far the
-    arm falls in `seconds` (max over joints of |q - q(t0)|, rad); (sag, t0)."""
+    arm falls in `seconds` and in `early` s (max over joints of |q - q(t0)|, rad);
+    (sag, early sag, t0)."""
     t_stop = loop.now()
     loop.stop_node()
     ok = loop._wait(lambda: any(s[0] > t_stop and not np.any(s[3]) for s in loop.states[-200:]),
@@ -393,7 +394,8 @@ def measure_sag(loop: ClosedLoop, seconds=1.0):
     t0 = t[i0]
     time.sleep(max(0.0, t0 + seconds + 0.1 - loop.now()))
     t, Q, _, _ = loop.window(t0, t0 + seconds)
-    return float(np.max(np.abs(Q[-1] - Q[0]))), t0
+    k = int(np.searchsorted(t, t0 + early))
+    return float(np.max(np.abs(Q[-1] - Q[0]))), float(np.max(np.abs(Q[min(k, len(t) - 1)] - Q[0]))), t0
 
 
 def run_demo(png: str | None, desired_rate=500.0, out=print):
@@ -427,14 +429,14 @@ def run_demo(png: str | None, desired_rate=500.0, out=print):
         rms, emax, c0, c1 = measure_tracking(loop)
         time.sleep(0.3)
         out("[demo] phase 1: node stopped, no command: the arm falls ...")
-        sag, s0 = measure_sag(loop)
+        sag, sag_early, s0 = measure_sag(loop)
         status = loop.node_status or {}
         out("")
         out("  phase                                   result")
-        out("  1 no command (node stopped)             sag after 1 s:  "
-            f"{sag:.3f} rad (largest joint)")
+        out("  1 no command (node stopped)             fall (largest joint): "
+            f"{sag_early:.3f} rad after 0.1 s, {sag:.2f} rad after 1 s")
         out("  2 gravity hold, command_mode gravity    drift over 3 s: "
-            f"{drift * 1e3:.3f} mrad")
+            f"{drift * 1e3:.2g} mrad")
         out(f"  3 computed torque, desired at {desired_rate:3.0f} Hz   tracking error: "
             f"RMS {rms * 1e3:.3f} mrad, max {emax * 1e3:.3f} mrad")
         if status:
