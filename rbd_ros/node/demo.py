@@ -48,7 +48,7 @@ NODE_NAME = "rbd_dynamics"
 # computed torque: the error obeys e'' + kd e' + kp e = 0 per joint (H(q) scales the gains
 # into torques, so the wrist and the shoulder get the same bandwidth).  omega = 30 rad/s,
 # critically damped: kd * (1..3 ms of loop delay) stays far below a radian of phase.
-OMEGA, ZETA = 30.0, 1.0
+OMEGA, ZETA = 12.0, 1.0
 KP, KD = OMEGA ** 2, 2.0 * ZETA * OMEGA
 # the demo trajectory: q0 + A (1 - cos(2 pi k t / D)) / 2 per joint, starts and ends at rest
 TRAJ_S = 4.0
