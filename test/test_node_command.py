@@ -54,10 +54,14 @@ def desired(q, v=None, a=None, names=ARM_JOINTS, stamp=None, points=1):
 
 
 def pvalue(value):
+    if isinstance(value, ParameterValue):
+        return value
     if isinstance(value, str):
         return ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value)
     if isinstance(value, bool):
         return ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=value)
+    if isinstance(value, list) and value and isinstance(value[0], str):
+        return ParameterValue(type=ParameterType.PARAMETER_STRING_ARRAY, string_array_value=value)
     if isinstance(value, float):
         return ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=value)
     return ParameterValue(type=ParameterType.PARAMETER_DOUBLE_ARRAY,
@@ -82,13 +86,13 @@ class Rig:
         self.js = client.publisher(JointState, f"/{ns}/joint_states")
         self.des = client.publisher(JointTrajectory, node.topic("desired_state"))
 
-    def command(self, q, v, accept=None, timeout=20):
+    def command(self, q, v, accept=None, timeout=20, names=ARM_JOINTS):
         """Publish the measured state until an effort_command_state answers it (and accept
         approves); returns its efforts."""
         sent, got = publish_until(self.js, lambda: joint_state(ARM_JOINTS, q, v), self.cmd_state,
                                   timeout=timeout, accept=accept)
         assert got is not None, self.node.log()[-3000:]
-        assert list(got.name) == ARM_JOINTS
+        assert list(got.name) == list(names)
         assert stamp_key(got.header.stamp) == stamp_key(sent.header.stamp)
         return np.asarray(got.effort)
 
@@ -337,3 +341,69 @@ def test_parameters_checked_and_changed_at_run_time(rig):
     assert set_params(c, n, hold_damping=HOLD.tolist(), max_desired_age=5.0).successful
     assert n.alive()
     assert not re.search(r"Traceback|\[ERROR\]", n.log()), n.log()[-3000:]
+
+
+def test_joints_subset_with_new_gains_and_a_model_that_no_longer_fits(rig):
+    c, n = rig.client, rig.node
+    rng = np.random.default_rng(26)
+    q, v = rng.uniform(-0.8, 0.8, 7), rng.uniform(-0.3, 0.3, 7)
+    qd, vd, ad = q + 0.03, v + 0.1, rng.uniform(-1, 1, 7)
+    # 7 gains do not fit 2 output joints: refused, with the reason
+    res = set_params(c, n, joints=["joint4", "joint2"])
+    assert not res.successful and "kp: expected one value or 2" in res.reason, res.reason
+    # together with gains that fit: accepted (no spurious error on the way)
+    res = set_params(c, n, joints=["joint4", "joint2"], kp=[70.0, 90.0], kd=[9.0, 11.0],
+                     hold_damping=[1.0], effort_limits=[], command_mode="computed_torque",
+                     command_friction=False, clamp_effort=True, max_desired_age=5.0)
+    assert res.successful, res.reason
+    sub = [3, 1]
+    # the new model starts without a desired state: the hold, in joints order
+    got = rig.command(q, v, names=["joint4", "joint2"],
+                      accept=lambda m: list(m.name) == ["joint4", "joint2"])
+    assert rel(got, (rbd.gravity(MODEL, q) - v)[sub]) <= TOL
+    rig.send_desired(qd, vd, ad)   # names all 7: the others get a_cmd = qdd_d, no gains
+    a = ad.copy()
+    a[sub] += np.array([70.0, 90.0]) * (qd - q)[sub] + np.array([9.0, 11.0]) * (vd - v)[sub]
+    expected = rbd.rnea(MODEL, q, v, a)[sub]
+    got = rig.command(q, v, names=["joint4", "joint2"], accept=lambda m: rel(m.effort, expected) <= TOL)
+    assert rel(array_of(rig.ff.latest()), rbd.rnea(MODEL, qd, vd, ad)[sub]) <= TOL
+    assert "effort_command and feedforward_torques are off" not in n.log()
+    # a desired state without joint4 is now refused; one with joint4 and joint2 only is fine
+    dropped = int(rig.diagnostics(lambda d: "desired_dropped" in d)["desired_dropped"])
+    rig.des.publish(desired(qd[[1, 2]], names=["joint2", "joint3"]))
+    assert rig.diagnostics(lambda d: int(d["desired_dropped"]) == dropped + 1)
+    sent, got = publish_until(rig.des, lambda: desired(qd[sub], vd[sub], ad[sub], names=["joint4", "joint2"]),
+                              rig.ff_state, timeout=20)
+    assert got is not None
+    qf, vf, af = q.copy(), v.copy(), np.zeros(7)   # the rest: measured, at rest in acceleration
+    qf[sub], vf[sub], af[sub] = qd[sub], vd[sub], ad[sub]
+    assert rel(got.effort, rbd.rnea(MODEL, qf, vf, af)[sub]) <= TOL
+
+    # back to every DOF; then a robot_description with joint7 fixed: 6 DOFs, which the 7
+    # gains no longer fit -- the command outputs switch off with the reason, the torques
+    # go on; fixing the gains switches them back on
+    every = ParameterValue(type=ParameterType.PARAMETER_STRING_ARRAY, string_array_value=[])
+    res = set_params(c, n, joints=every, kp=KP.tolist(), kd=KD.tolist())
+    assert res.successful, res.reason
+    rig.command(q, v, accept=lambda m: len(m.name) == 7)
+    short = urdf_with_friction().replace('<joint name="joint7" type="revolute">',
+                                         '<joint name="joint7" type="fixed">')
+    desc_pub = c.latched_description(f"/{rig.ns}/robot_description", short)
+    gs = c.record(JointState, n.topic("gravity_torques_state"))
+    six = ARM_JOINTS[:6]
+    sent, got = publish_until(rig.js, lambda: joint_state(six, q[:6], v[:6]), gs, timeout=20,
+                              accept=lambda m: list(m.name) == six)
+    assert got is not None, n.log()[-3000:]
+    assert wait_for(lambda: "effort_command and feedforward_torques are off: kp: expected one "
+                    "value or 6" in n.log(), timeout=5), n.log()[-3000:]
+    d = rig.diagnostics(lambda d: "command_error" in d)
+    assert "kp: expected one value or 6" in d["command_error"]
+    count = rig.cmd_state.count()
+    sent, got = publish_until(rig.js, lambda: joint_state(six, q[:6], v[:6]), gs, timeout=20)
+    assert got is not None and rig.cmd_state.count() == count   # torques yes, command no
+    assert set_params(c, n, kp=[50.0], kd=[5.0]).successful
+    sent, got = publish_until(rig.js, lambda: joint_state(six, q[:6], v[:6]), rig.cmd_state,
+                              timeout=20)
+    assert got is not None and list(got.name) == six
+    assert "effort_command back on" in n.log()
+    c.node.destroy_publisher(desc_pub)
