@@ -362,3 +362,32 @@ def test_settings_refused_with_the_reason():
         with pytest.raises(ValueError) as e:
             command.make_settings(dataclasses.replace(Params(), **kw), rt)
         assert text in str(e.value), (kw, str(e.value))
+
+
+def test_a_new_model_keeps_the_desired_state_when_it_names_the_new_outputs():
+    rt1 = runtime()
+    rng = np.random.default_rng(12)
+    q, v = rng.uniform(-1, 1, 7), rng.uniform(-1, 1, 7)
+    measure(rt1, ARM, q, v)
+    qd, vd, ad = rng.uniform(-1, 1, 7), rng.uniform(-1, 1, 7), rng.uniform(-1, 1, 7)
+    rt1.law.set_desired(ARM, d(qd), d(vd), d(ad), 3.0)
+    # a payload changes the model (same joints): the desired state carries over
+    rt2 = runtime(joints=["joint6", "joint3"])
+    rt2.adopt_state(rt1)
+    assert rt2.law.desired_time == 3.0
+    s = settings(rt2, command_mode="computed_torque", kp=(10.0, 20.0), kd=(1.0, 2.0), clamp_effort=False)
+    rt2.compute(False, False)
+    assert rt2.law.command(3.0, s) == (0, None)
+    a = ad.copy()
+    a[[5, 2]] += np.array([10.0, 20.0]) * (qd - q)[[5, 2]] + np.array([1.0, 2.0]) * (vd - v)[[5, 2]]
+    assert rel(rt2.cmd, rbd.rnea(rt2.model, q, v, a)[[5, 2]]) <= TOL
+    # a desired state that does not name every new output joint is not carried over
+    rt3 = runtime(joints=["joint1", "joint2"])
+    measure(rt3, ARM, q, v)
+    rt3.law.set_desired(["joint1", "joint2"], d(qd[:2]), d([]), d([]), 4.0)
+    rt4 = runtime(joints=["joint1", "joint5"])
+    rt4.adopt_state(rt3)
+    assert rt4.law.desired_time == -math.inf
+    s = settings(rt4, command_mode="feedforward")
+    rt4.compute(False, False)
+    assert rt4.law.command(4.0, s)[1] == command.FALLBACK_MISSING

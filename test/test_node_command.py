@@ -348,25 +348,28 @@ def test_joints_subset_with_new_gains_and_a_model_that_no_longer_fits(rig):
     rng = np.random.default_rng(26)
     q, v = rng.uniform(-0.8, 0.8, 7), rng.uniform(-0.3, 0.3, 7)
     qd, vd, ad = q + 0.03, v + 0.1, rng.uniform(-1, 1, 7)
+    res = set_params(c, n, command_mode="computed_torque", kp=KP.tolist(), kd=KD.tolist(),
+                     command_friction=False, clamp_effort=True, max_desired_age=5.0)
+    assert res.successful, res.reason
+    rig.send_desired(qd, vd, ad)
     # 7 gains do not fit 2 output joints: refused, with the reason
     res = set_params(c, n, joints=["joint4", "joint2"])
     assert not res.successful and "kp: expected one value or 2" in res.reason, res.reason
     # together with gains that fit: accepted (no spurious error on the way)
     res = set_params(c, n, joints=["joint4", "joint2"], kp=[70.0, 90.0], kd=[9.0, 11.0],
-                     hold_damping=[1.0], effort_limits=[], command_mode="computed_torque",
-                     command_friction=False, clamp_effort=True, max_desired_age=5.0)
+                     hold_damping=[1.0], effort_limits=[])
     assert res.successful, res.reason
     sub = [3, 1]
-    # the new model starts without a desired state: the hold, in joints order
-    got = rig.command(q, v, names=["joint4", "joint2"],
-                      accept=lambda m: list(m.name) == ["joint4", "joint2"])
-    assert rel(got, (rbd.gravity(MODEL, q) - v)[sub]) <= TOL
-    rig.send_desired(qd, vd, ad)   # names all 7: the others get a_cmd = qdd_d, no gains
+    # the new model keeps the desired state (it names joint4 and joint2); the other
+    # joints it names get a_cmd = qdd_d, without gains
     a = ad.copy()
     a[sub] += np.array([70.0, 90.0]) * (qd - q)[sub] + np.array([9.0, 11.0]) * (vd - v)[sub]
     expected = rbd.rnea(MODEL, q, v, a)[sub]
-    got = rig.command(q, v, names=["joint4", "joint2"], accept=lambda m: rel(m.effort, expected) <= TOL)
-    assert rel(array_of(rig.ff.latest()), rbd.rnea(MODEL, qd, vd, ad)[sub]) <= TOL
+    got = rig.command(q, v, names=["joint4", "joint2"],
+                      accept=lambda m: list(m.name) == ["joint4", "joint2"])
+    assert rel(got, expected) <= TOL
+    ff = rig.send_desired(qd, vd, ad)
+    assert rel(ff, rbd.rnea(MODEL, qd, vd, ad)[sub]) <= TOL
     assert "effort_command and feedforward_torques are off" not in n.log()
     # a desired state without joint4 is now refused; one with joint4 and joint2 only is fine
     dropped = int(rig.diagnostics(lambda d: "desired_dropped" in d)["desired_dropped"])
