@@ -31,7 +31,10 @@ ignored, as in joint_states).  A DOF it does not name takes the measured positio
 velocity and zero acceleration (it only affects the torques of the named joints
 through the coupling).  A floating base stays at the origin, upright and at rest, as
 on the rest of the topic path: the command is the ``joints`` rows of the torques of a
-robot whose base is fixed there.
+robot whose base is fixed there.  The point's ``effort`` and ``time_from_start`` are
+ignored: the point is the desired state now (its age counts from its local receive
+time).  A new model (robot_description, payload, a structural parameter) keeps the
+desired state when it names every output joint of the new model (``adopt``).
 """
 from __future__ import annotations
 
@@ -332,6 +335,29 @@ class CommandLaw:
         self.desired_time = now
         self._ff_for = None
         return DESIRED_OK, ""
+
+    def adopt(self, old: "CommandLaw") -> None:
+        """Carry the desired state over from the law of the previous model (by DOF name),
+        if it names every output joint of this one: a payload or parameter change does not
+        interrupt a computed-torque stream.  Called before this law is in use."""
+        if old.desired_time == -math.inf:
+            return
+        ort, rt = old.rt, self.rt
+        named = np.zeros_like(self.named)
+        for i, n in enumerate(rt.dof_names):
+            j = ort.dof_index.get(n)
+            if j is not None and old.named[j]:
+                named[i] = 1
+        if any(not named[i] for i in self._required):
+            return
+        for i in np.flatnonzero(named):
+            j = ort.dof_index[rt.dof_names[i]]
+            self.qd[rt.dof_q[i]] = old.qd[ort.dof_q[j]]
+            self.vd[rt.dof_v[i]] = old.vd[ort.dof_v[j]]
+            self.ad[rt.dof_v[i]] = old.ad[ort.dof_v[j]]
+        self.named[:] = named
+        self.desired_time = old.desired_time
+        self._ff_for = None
 
     def clear_desired(self) -> None:
         self.desired_time = -math.inf

@@ -180,7 +180,9 @@ class ControlPath:
         self._counts_at = -math.inf  # re-read the counts on the next message
         rt = self.runtime
         if rt is not None:
-            self._apply_settings(rt)
+            # parameters that do not fit the current model were accepted for a new one
+            # (a `joints` change with new gains): keep the current settings until bind()
+            self._apply_settings(rt, keep_on_error=True)
 
     def bind(self, rt) -> None:
         """Build the messages and command settings for rt and swap (rt, messages) in."""
@@ -198,10 +200,12 @@ class ControlPath:
             return str(e)
         return None
 
-    def _apply_settings(self, rt) -> None:
+    def _apply_settings(self, rt, keep_on_error=False) -> None:
         try:
             s = command.make_settings(self.params, rt)
         except ValueError as e:
+            if keep_on_error:
+                return
             rt.law.settings = None
             text = (f"effort_command and feedforward_torques are off: {e} (fix the parameter; "
                     f"the other outputs are unaffected)")

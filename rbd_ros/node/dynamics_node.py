@@ -17,10 +17,10 @@ Module map (rbd_ros/node):
 Threads and executors
 ---------------------
 * control path: a small node ``<name>_control`` that holds only the
-  ``joint_states`` subscription, spun by its own executor in the main thread
-  (rclpy's EventsExecutor by default, or a SingleThreadedExecutor with
-  ``control_executor: single``).  Its callback (control.py) merges the state,
-  calls rbd_ros.core and publishes preallocated messages.
+  ``joint_states`` and ``~/desired_state`` subscriptions, spun by its own executor
+  in the main thread (rclpy's EventsExecutor by default, or a SingleThreadedExecutor
+  with ``control_executor: single``).  Its callbacks (control.py) merge the state,
+  call rbd_ros.core and publish preallocated messages.
 * background: the main node ``<name>`` (parameters, ``robot_description``,
   services, ``/diagnostics``), spun by a SingleThreadedExecutor in a second
   thread.  Model builds, parameter changes and in-process service requests run
@@ -115,8 +115,8 @@ class DynamicsNode:
         n.add_post_set_parameters_callback(self._post_set_parameters)
         self.diag_timer = n.create_timer(p.diagnostics_period, self._publish_diagnostics)
 
-        # control node: only the joint_states subscription, resolved against the main node's
-        # name, namespace and remappings
+        # control node: only the joint_states and desired_state subscriptions, resolved
+        # against the main node's name, namespace and remappings
         js_topic = n.resolve_topic_name(names.TOPIC_JOINT_STATES)
         self.control = Node(n.get_name() + "_control", namespace=n.get_namespace(),
                             context=context, use_global_arguments=False,

@@ -1,5 +1,6 @@
 """ROS-free part of the node: a loaded model with its name maps, the merged
-joint state, and the output buffers.
+joint state, the output buffers, and the command law with its desired state
+(``Runtime.law``, command.py).
 
 One ``Runtime`` is built per robot description (off the control path) and
 swapped in atomically; the control path only ever reads ``node.runtime`` once
@@ -283,7 +284,9 @@ class Runtime:
         return missing, stale
 
     def adopt_state(self, old: "Runtime") -> None:
-        """Carry the latest joint values over from the previous model (same names)."""
+        """Carry the latest joint values (and the desired state, see CommandLaw.adopt)
+        over from the previous model (same names)."""
+        self.law.adopt(old.law)
         for i, n in enumerate(self.dof_names):
             j = old.dof_index.get(n)
             if j is not None:
