@@ -143,7 +143,8 @@ def main():
               f"{res['rms_at_lag'] * 1e3:.3g} | {st.get('callback_time_p50_us', '?')} / "
               f"{st.get('callback_time_p99_us', '?')} |", flush=True)
         time.sleep(1.0)
-    print(f"\nmachine after: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+    after = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    print(f"\nmachine after: {after}")
     return 0
 
 

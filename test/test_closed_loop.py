@@ -17,9 +17,10 @@ import pytest
 
 pytest.importorskip("mujoco", reason="closed loop: pip install '.[sim]'")
 
+from ros_harness import ARM_URDF, unique_ns  # noqa: E402
+
 import rbd_ros.core as rbd  # noqa: E402
 from rbd_ros.node import demo  # noqa: E402
-from ros_harness import ARM_URDF, unique_ns  # noqa: E402
 
 MODEL = rbd.Model.from_urdf(ARM_URDF)
 HOLD_DAMPING = 1.0

@@ -47,11 +47,11 @@ def _caller_main(fqn, npts):
     """The big-trajectory sender (see the module docstring); prints 'ready', waits for a
     line on stdin, sends, waits for the relayed trajectory, prints a JSON summary."""
     import rclpy
+    from ros_harness import ARM_JOINTS, read_arm_urdf
     from trajectory_msgs.msg import JointTrajectory
 
     import rbd_ros.core as rbd
     from rbd_ros.node.names import QOS_OUTPUT
-    from ros_harness import ARM_JOINTS, read_arm_urdf
     Q, V, A = random_states(50, npts)
     traj = make_trajectory(ARM_JOINTS, Q, V, A)
     rclpy.init()
@@ -92,11 +92,22 @@ if __name__ == "__main__":
 
 
 import pytest  # noqa: E402
+from ros_harness import (  # noqa: E402
+    ARM_JOINTS,
+    ROOT,
+    DiagnosticArray,
+    JointState,
+    NodeProcess,
+    diagnostics_of,
+    joint_state,
+    publish_until,
+    read_arm_urdf,
+    stamp_key,
+    unique_ns,
+    wait_for,
+)
 
 import rbd_ros.core as rbd  # noqa: E402
-from ros_harness import (ARM_JOINTS, ROOT, DiagnosticArray, JointState, NodeProcess,  # noqa: E402
-                         diagnostics_of, joint_state, publish_until, read_arm_urdf, stamp_key,
-                         unique_ns, wait_for)
 
 PERM = [4, 0, 6, 2, 1, 5, 3]
 NAMES = [ARM_JOINTS[i] for i in PERM]
@@ -151,13 +162,13 @@ def test_relay_efforts_equal_id_service(client, node, relay, model):
     out = relay.send(traj)
     assert out is not None, node.log()
     assert list(out.joint_names) == NAMES
-    for p_in, p_out in zip(traj.points, out.points):  # the same trajectory, effort filled
+    for p_in, p_out in zip(traj.points, out.points, strict=True):  # effort filled, else equal
         assert list(p_out.positions) == list(p_in.positions)
         assert list(p_out.velocities) == list(p_in.velocities)
         assert list(p_out.accelerations) == list(p_in.accelerations)
         assert p_out.time_from_start == p_in.time_from_start
-    resp = client.call(InverseDynamicsTrajectory, node.topic("inverse_dynamics_trajectory"),
-                       InverseDynamicsTrajectory.Request(trajectory=make_trajectory(NAMES, Q, V, A)))
+    req = InverseDynamicsTrajectory.Request(trajectory=make_trajectory(NAMES, Q, V, A))
+    resp = client.call(InverseDynamicsTrajectory, node.topic("inverse_dynamics_trajectory"), req)
     assert resp.success, resp.message
     eff, ref = _efforts(out), _efforts(resp.trajectory)
     assert eff.shape == (40, 7)

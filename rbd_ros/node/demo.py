@@ -403,7 +403,8 @@ def measure_sag(loop: ClosedLoop, seconds=1.0, early=0.1):
     loop.wait_recorded(t0 + seconds)
     t, Q, _, _ = loop.window(t0, t0 + seconds)
     k = int(np.searchsorted(t, t0 + early))
-    return float(np.max(np.abs(Q[-1] - Q[0]))), float(np.max(np.abs(Q[min(k, len(t) - 1)] - Q[0]))), t0
+    early_q = Q[min(k, len(t) - 1)]
+    return float(np.max(np.abs(Q[-1] - Q[0]))), float(np.max(np.abs(early_q - Q[0]))), t0
 
 
 def run_demo(png: str | None, desired_rate=500.0, out=print):

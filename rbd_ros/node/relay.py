@@ -51,8 +51,9 @@ class TrajectoryRelay:
     (optional) is called after each trajectory with the running totals."""
 
     def __init__(self, node, in_topic: str, out_topic: str, get_runtime, log, on_count=None):
-        from rbd_ros_interfaces.srv import InverseDynamicsTrajectory
         from trajectory_msgs.msg import JointTrajectory
+
+        from rbd_ros_interfaces.srv import InverseDynamicsTrajectory
 
         self._srv = InverseDynamicsTrajectory
         self.get_runtime = get_runtime
