@@ -103,7 +103,7 @@ def end_to_end(ns):
     # reference lag that explains the tracking error best
     t = np.array([s[0] for s in states if t0 <= s[0] <= t1])
     Q = np.array([s[1] for s in states if t0 <= s[0] <= t1])
-    lags = np.arange(0.0, 0.0301, 0.0005)
+    lags = np.arange(0.0, 0.1001, 0.001)
     fits = [float(np.sqrt(np.mean((Q - demo.reference_batch(t - t0 - g)[0]) ** 2))) for g in lags]
     best = int(np.argmin(fits))
     return {"drift": drift, "rms": rms, "max": emax, "lat": lat, "lag": lags[best],
