@@ -6,7 +6,8 @@ Starts two processes wired like a robot with ``forward_command_controller``:
   ``rbd_arm7``: publishes ``joint_states`` at 1 kHz, applies the efforts it
   receives (its ``effort_command`` input is remapped to the node's
   ``~/effort_command``), zero effort once they are older than its
-  ``command_timeout``;
+  ``command_timeout`` (0.25 s here); ``wait_for_command``: it holds the start pose
+  until the first command arrives (DDS discovery takes seconds on a loaded machine);
 * the dynamics node (``python -m rbd_ros.node``) reading those joint states,
 
 and runs three phases, printing a table and writing a PNG (desired vs actual
