@@ -300,3 +300,27 @@ def test_stream_keeps_flowing_during_10k_relay(client, node):
         n_k = sum(1 for t in sent.values() if lo <= t < hi)
         got_k = sum(1 for t in during if lo <= t < hi)
         assert got_k >= 0.2 * n_k, (k, got_k, n_k)
+
+
+def test_check_derivatives_names_the_first_bad_point():
+    from rbd_ros.node.relay import check_derivatives
+    Q, V, A = random_states(7, 4)
+    assert check_derivatives(make_trajectory(ARM_JOINTS, Q, V, A)) is None
+    why = check_derivatives(make_trajectory(ARM_JOINTS, Q, V, A, missing=("accelerations", 2)))
+    assert why.startswith("trajectory.points[2].accelerations missing, expected 7"), why
+    traj = make_trajectory(ARM_JOINTS, Q, V, A)
+    traj.points[1].velocities = [0.0, 1.0]
+    why = check_derivatives(traj)
+    assert why.startswith("trajectory.points[1].velocities has 2 entries, expected 7"), why
+    traj.points = []
+    assert check_derivatives(traj) == "trajectory.points is empty"
+
+
+def test_worker_argv_carries_the_relay_topics():
+    from rbd_ros.node import protocol
+    argv = protocol.worker_argv("/a/b", 2, True, python="py", relay=("/a/b/in", "/jtc/traj"))
+    args = protocol.parse_argv(argv[3:])
+    assert args.relay == ("/a/b/in", "/jtc/traj") and args.expect_model and args.threads == 2
+    assert protocol.parse_argv(protocol.worker_argv("/a/b", 0, False)[3:]).relay is None
+    ev = protocol.parse_event(protocol.event_relay(3, 1))
+    assert ev == {"event": protocol.EVENT_RELAY, "relayed": 3, "refused": 1}
