@@ -26,10 +26,10 @@ MODEL = rbd.Model.from_urdf(ARM_URDF)
 HOLD_DAMPING = 1.0
 TRAJ_S = 3.0
 # measured on the 2-core project machine under load 4-9 (other helpers' tests running):
-# hold drift over 2 s ~1e-10 mrad; tracking RMS 1.6-8.7 mrad, max 7-46 mrad (stalls)
+# hold drift over 2 s ~1e-10 mrad; tracking RMS 1.6-8.7 mrad, max 7-46 mrad, median |e|
+# 1-2.5 mrad; runs with driver stalls (resyncs) 26-280 mrad RMS (those are repeated)
 HOLD_DRIFT_MAX = 5e-3      # rad over 2 s
-# (42 mrad RMS once with a 10k-point relay test saturating both cores alongside)
-TRACK_RMS_MAX = 0.08       # rad (staying at q0 would give the excursion, ~0.23 rad RMS)
+TRACK_RMS_MAX = 0.05       # rad (staying at q0 would give the excursion, ~0.23 rad RMS)
 TRACK_MEDIAN_MAX = 0.02    # rad, median |error| over joints and samples (robust to stalls)
 
 
@@ -51,6 +51,8 @@ def loop():
     finally:
         rc = cl.close()
         logs = getattr(cl, "_final_logs", {})
+        if rc != (0, 0):
+            print("exit codes", rc, "\n--- node log tail:\n" + logs.get("node", "")[-3000:])
         assert rc == (0, 0), (rc, {k: v[-2000:] for k, v in logs.items()})
         for what, text in logs.items():
             assert "Traceback" not in text, (what, text)
@@ -69,18 +71,30 @@ def test_gravity_mode_holds_the_arm(loop):
 
 
 def test_computed_torque_tracks_a_trajectory(loop):
-    rms, emax, t0, t1 = demo.measure_tracking(loop, duration=TRAJ_S)
-    t, Q, _, _ = loop.window(t0, t1)
-    Qd = demo.reference_batch(t - t0, duration=TRAJ_S)[0]
+    for attempt in range(3):
+        if attempt:
+            assert demo.settle(loop), "the arm did not come back to rest at q0"
+        before = loop.sim_counters()
+        rms, emax, t0, t1 = demo.measure_tracking(loop, duration=TRAJ_S)
+        after = loop.sim_counters()
+        stalls = {k: after[k] - before[k] for k in after if after[k] != before[k]}
+        t, Q, _, _ = loop.window(t0, t1)
+        Qd = demo.reference_batch(t - t0, duration=TRAJ_S)[0]
+        median = float(np.median(np.abs(Q - Qd)))
+        print(f"\nattempt {attempt + 1}: RMS {rms * 1e3:.2f} mrad, driver stalls {stalls}")
+        # a stall of the driver's own real-time loop (> 50 ms without a step: a resync)
+        # or of the commands (stale) is the machine, not the node: such a run may be
+        # repeated (twice at most)
+        if (rms < TRACK_RMS_MAX and median < TRACK_MEDIAN_MAX) or not stalls:
+            break
     excursion = float(np.sqrt(np.mean((Qd - np.asarray(demo.Q0)) ** 2)))
-    median = float(np.median(np.abs(Q - Qd)))
     print(f"\ncomputed torque: RMS {rms * 1e3:.2f} mrad, max {emax * 1e3:.1f} mrad, "
           f"median |e| {median * 1e3:.2f} mrad "
           f"(trajectory RMS excursion {excursion * 1e3:.0f} mrad, {len(t)} states)")
     assert len(t) > 100
     assert excursion > 0.1                      # the arm really had to move
-    assert rms < TRACK_RMS_MAX, (rms, emax)
-    assert median < TRACK_MEDIAN_MAX, median
+    assert rms < TRACK_RMS_MAX, (rms, emax, stalls)
+    assert median < TRACK_MEDIAN_MAX, (median, stalls)
     # the arm comes back to q0 (the trajectory ends there)
     assert loop._wait(lambda: np.max(np.abs(_latest(loop, 20) - np.asarray(demo.Q0))) < 0.01,
                       5, None), _latest(loop, 1) - np.asarray(demo.Q0)

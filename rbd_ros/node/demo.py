@@ -63,7 +63,7 @@ TRAJ_K = (1, 1, 2, 1, 2, 2, 2)
 # loaded machine before the node falls back to the damped hold / the driver to zero effort.
 NODE_PARAMS = {"command_mode": "computed_torque", "kp": [KP], "kd": [KD], "max_desired_age": 0.25,
                "service_process": False, "publish_inertia": False, "publish_bias": False}
-SIM_PARAMS = {"command_timeout": 0.25, "wait_for_command": True}
+SIM_PARAMS = {"command_timeout": 0.25, "wait_for_command": True, "diagnostics_period": 0.2}
 
 
 def reference(t: float, q0=Q0, duration=TRAJ_S, amp=TRAJ_AMP, k=TRAJ_K):
@@ -123,6 +123,7 @@ class ClosedLoop:
         self.states = []          # (stamp, q, v, applied effort)
         self.commands = []        # (stamp, effort) of ~/effort_command_state
         self.node_status = None   # latest /diagnostics values of the node
+        self.sim_status = None    # ... and of the sim driver
         # best effort: a reliable reader that falls behind costs the driver resends
         deep = QoSProfile(depth=1000, reliability=ReliabilityPolicy.BEST_EFFORT)
         self.node.create_subscription(JointState, f"/{self.ns}/joint_states", self._on_state, deep)
@@ -260,6 +261,18 @@ class ClosedLoop:
         for st in msg.status:
             if st.name.endswith(self.fqn):
                 self.node_status = {kv.key: kv.value for kv in st.values}
+            elif st.name == f"/{self.ns}/sim_driver":
+                self.sim_status = {kv.key: kv.value for kv in st.values}
+                self.sim_status["_received"] = time.monotonic()
+
+    def sim_counters(self, wait=True) -> dict:
+        """The driver's stall counters from a /diagnostics status received from now on
+        (wait=True): commands gone stale, loop resyncs after a stall, MuJoCo resets."""
+        if wait:
+            t = time.monotonic()
+            self._wait(lambda: self.sim_status and self.sim_status["_received"] > t, 5.0, None)
+        st = self.sim_status or {}
+        return {k: int(st.get(k, 0)) for k in ("stale_periods", "resyncs", "sim_resets")}
 
     def _stream(self):
         """Desired states at desired_rate from desired_fn(wall time)."""
@@ -436,7 +449,10 @@ def run_demo(png: str | None, desired_rate=500.0, out=print):
         drift, h0, h1 = measure_hold(loop, 3.0)
         out(f"[demo] phase 3: computed torque tracking a {TRAJ_S:g} s trajectory "
             f"(desired states at {desired_rate:g} Hz) ...")
+        before = loop.sim_counters(wait=False)
         rms, emax, c0, c1 = measure_tracking(loop)
+        after = loop.sim_counters()
+        stalls = {k: after[k] - before[k] for k in after if after[k] != before[k]}
         time.sleep(0.3)
         out("[demo] phase 1: node stopped, no command: the arm falls ...")
         sag, sag_early, s0 = measure_sag(loop)
@@ -449,6 +465,9 @@ def run_demo(png: str | None, desired_rate=500.0, out=print):
             f"{drift * 1e3:.2g} mrad")
         out(f"  3 computed torque, desired at {desired_rate:3.0f} Hz   tracking error: "
             f"RMS {rms * 1e3:.3f} mrad, max {emax * 1e3:.3f} mrad")
+        if stalls:
+            out(f"  (the machine stalled the driver during phase 3: {stalls}; 'resyncs' = "
+                "its real-time loop went > 50 ms without a step)")
         if status:
             out(f"  node callback p50/p99: {status.get('callback_time_p50_us', '?')}/"
                 f"{status.get('callback_time_p99_us', '?')} us")
