@@ -56,8 +56,11 @@ setup(
     python_requires=">=3.10",
     install_requires=["numpy>=1.24", "numba>=0.59", "urdf-parser-py>=0.0.4"],
     extras_require={
-        "test": ["pytest>=7", "pin==4.1.0", "example-robot-data==6.0.0", "mujoco==4.0.0", "hypothesis>=6.100"],
+        "test": ["pytest>=7", "pin==4.1.0", "example-robot-data==6.0.0", "mujoco==4.0.0", "hypothesis>=6.100",
+                 "matplotlib==3.11.2"],
         "sim": ["mujoco==4.0.0"],
+        # scripts/demo.sh: the closed loop on the simulated arm and its picture
+        "demo": ["mujoco==4.0.0", "matplotlib==3.11.2"],
         "ros": ROS_WHEELS,
         "ros-build": ROS_WHEELS + ROS_BUILD_WHEELS,
     },

@@ -1,9 +1,32 @@
-"""Demo: the dynamics node on the bundled 7-dof arm, a demo joint-state
-publisher (slow sine motion at 200 Hz), the torques streaming, one inverse
-dynamics service call answered; exits by itself.
+"""Demo: the dynamics node closing the loop around a physically simulated arm.
 
-    python -m rbd_ros.node.demo [--seconds 4] [--robot rbd_arm7]
-    python -m rbd_ros.node.demo --publisher-only      # just the joint-state publisher
+Starts two processes wired like a robot with ``forward_command_controller``:
+
+* the MuJoCo robot driver (``python -m rbd_ros.sim``) on the bundled 7-dof arm
+  ``rbd_arm7``: publishes ``joint_states`` at 1 kHz, applies the efforts it
+  receives (its ``effort_command`` input is remapped to the node's
+  ``~/effort_command``), zero effort once they are older than its
+  ``command_timeout`` (0.25 s here); ``wait_for_command``: it holds the start pose
+  until the first command arrives (DDS discovery takes seconds on a loaded machine);
+* the dynamics node (``python -m rbd_ros.node``) reading those joint states,
+
+and runs three phases, printing a table and writing a PNG (desired vs actual
+joint angles, tracking error, applied torques over time):
+
+1. no command: the node is stopped, the arm sags under gravity (rad after 1 s);
+2. gravity hold (``command_mode: gravity``): drift in mrad over 3 s;
+3. computed torque (``command_mode: computed_torque``, set at run time) tracking a
+   smooth joint trajectory sent as desired states on ``~/desired_state`` at 500 Hz:
+   RMS and max tracking error.
+
+They run in the order 2, 3, 1 (the arm must be held at rest before the hold is
+measured; stopping the node is the cleanest "no command").  Before phase 2 the
+node brings the arm to rest at the start pose in computed-torque mode.
+
+    python -m rbd_ros.node.demo [--png PATH] [--rate HZ] [--no-plot]
+
+:class:`ClosedLoop` (the processes, the recording, the desired-state stream) is
+shared by ``test/test_closed_loop.py`` and ``bench/closed_loop.py``.
 """
 from __future__ import annotations
 
@@ -13,157 +36,504 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
+import numpy as np
 
-def _fmt(values):
-    return "[" + " ".join(f"{x:7.2f}" for x in values) + "]"
+ROBOT = "rbd_arm7"
+JOINTS = [f"joint{i}" for i in range(1, 8)]
+Q0 = (0.0, 0.6, 0.0, -1.0, 0.0, 0.8, 0.0)     # elbow bent, wrist up: gravity loads every link
+NODE_NAME = "rbd_dynamics"
+# computed torque: the error obeys e'' + kd e' + kp e = 0 per joint (H(q) scales the gains
+# into torques, so the wrist and the shoulder get the same bandwidth).  omega = 30 rad/s,
+# critically damped: kd * (1..3 ms of loop delay) stays far below a radian of phase.
+OMEGA, ZETA = 12.0, 1.0
+KP, KD = OMEGA ** 2, 2.0 * ZETA * OMEGA
+# the demo trajectory: q0 + A (1 - cos(2 pi k t / D)) / 2 per joint, starts and ends at rest
+TRAJ_S = 4.0
+TRAJ_AMP = (0.4, 0.3, 0.4, 0.3, 0.4, 0.4, 0.4)
+TRAJ_K = (1, 1, 2, 1, 2, 2, 2)
 
 
-class DemoPublisher:
-    """Publishes sensor_msgs/JointState for the given joints: q_i = A sin(w t + phase_i)."""
+# the node: computed torque from the start (it holds the arm at q0 while the driver comes
+# up); no services process, no bias/inertia topics (nobody listens in the demo).
+# max_desired_age and the driver's command_timeout allow a 0.25 s stall of a process on a
+# loaded machine before the node falls back to the damped hold / the driver to zero effort.
+NODE_PARAMS = {"command_mode": "computed_torque", "kp": [KP], "kd": [KD], "max_desired_age": 0.25,
+               "service_process": False, "publish_inertia": False, "publish_bias": False}
+SIM_PARAMS = {"command_timeout": 0.25, "wait_for_command": True, "diagnostics_period": 0.2}
 
-    def __init__(self, node, joints, topic="joint_states", rate=200.0):
-        from rclpy.qos import qos_profile_sensor_data
+
+def reference(t: float, q0=Q0, duration=TRAJ_S, amp=TRAJ_AMP, k=TRAJ_K):
+    """(q, v, a) of the demo trajectory at t seconds after its start (q0 at rest outside)."""
+    q0 = np.asarray(q0, dtype=float)
+    if t <= 0.0 or t >= duration:
+        return q0.copy(), np.zeros(q0.size), np.zeros(q0.size)
+    w = 2.0 * np.pi * np.asarray(k, dtype=float) / duration
+    a_ = np.asarray(amp, dtype=float)
+    return (q0 + 0.5 * a_ * (1.0 - np.cos(w * t)), 0.5 * a_ * w * np.sin(w * t),
+            0.5 * a_ * w * w * np.cos(w * t))
+
+
+def reference_batch(t, **kw):
+    """reference() at each time of the array t: (Q, V, A) of shape (len(t), 7)."""
+    out = [reference(float(x), **kw) for x in np.asarray(t)]
+    return tuple(np.array([o[i] for o in out]) for i in range(3))
+
+
+def _stamp(msg) -> float:
+    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+
+
+class ClosedLoop:
+    """The node and the sim driver in subprocesses under namespace ``/ns``, and an rclpy
+    node here (own context, spun in a thread) that records ``joint_states`` (and
+    optionally ``~/effort_command_state``), streams desired states from a function of
+    wall time and sets the node's parameters.  Times are wall-clock seconds (the stamps
+    of the ROS clock both processes publish with)."""
+
+    def __init__(self, ns: str, node_params: dict, *, q0=Q0, sim_params: dict | None = None,
+                 desired_rate: float = 500.0, record_commands: bool = False, robot=ROBOT):
+        import rclpy
+        from diagnostic_msgs.msg import DiagnosticArray
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import JointState
-        self.node, self.joints, self.rate = node, list(joints), rate
-        self.pub = node.create_publisher(JointState, topic, qos_profile_sensor_data)
-        self.msg = JointState()
-        self.msg.name = self.joints
-        self.t0 = time.monotonic()
+        from trajectory_msgs.msg import JointTrajectory
+
+        from rbd_ros.node.names import QOS_DESIRED
+        self.ns = ns.strip("/")
+        self.fqn = f"/{self.ns}/{NODE_NAME}"
+        self.q0 = tuple(float(x) for x in q0)
+        self.robot = robot
+        self.node_params = dict(node_params)
+        self.sim_params = dict(sim_params or {})
+        self.desired_rate = desired_rate
+        self.node_proc = self.sim_proc = None
+        self._logs = {}
+        self._tmp = []
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node("rbd_closed_loop", context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.lock = threading.Lock()
+        self.states = []          # (stamp, q, v, applied effort)
+        self.commands = []        # (stamp, effort) of ~/effort_command_state
+        self.node_status = None   # latest /diagnostics values of the node
+        self.sim_status = None    # ... and of the sim driver
+        # best effort: a reliable reader that falls behind costs the driver resends
+        deep = QoSProfile(depth=1000, reliability=ReliabilityPolicy.BEST_EFFORT)
+        self.node.create_subscription(JointState, f"/{self.ns}/joint_states", self._on_state, deep)
+        if record_commands:
+            self.node.create_subscription(JointState, f"{self.fqn}/effort_command_state",
+                                          self._on_command, deep)
+        self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 10)
+        self.pub_desired = self.node.create_publisher(JointTrajectory, f"{self.fqn}/desired_state",
+                                                      QOS_DESIRED)
+        self._traj_type = JointTrajectory
+        self.desired_fn = None    # wall time -> (q, v, a) or None (send nothing)
         self._stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
+        self._threads = [threading.Thread(target=self._spin, daemon=True),
+                         threading.Thread(target=self._stream, daemon=True)]
+        for th in self._threads:
+            th.start()
 
-    def state(self, t):
-        q = [0.6 * math.sin(0.8 * t + 0.7 * i) for i in range(len(self.joints))]
-        v = [0.48 * math.cos(0.8 * t + 0.7 * i) for i in range(len(self.joints))]
-        return q, v
+    # ------------------------------------------------------------ processes
+    def _env(self):
+        env = dict(os.environ)
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+        env["PYTHONUNBUFFERED"] = "1"
+        env["RCUTILS_COLORIZED_OUTPUT"] = "0"
+        return env
 
-    def _run(self):
-        period = 1.0 / self.rate
+    def _popen(self, what, args):
+        log = tempfile.NamedTemporaryFile("w+", prefix=f"rbd_{what}_{self.ns}_", suffix=".log",
+                                          delete=False)
+        self._tmp.append(log.name)
+        self._logs[what] = log.name
+        return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=self._env())
+
+    def log(self, what: str) -> str:
+        """The output of 'node' or 'sim' so far."""
+        try:
+            with open(self._logs[what]) as f:
+                return f.read()
+        except (KeyError, OSError):
+            return ""
+
+    def start_node(self):
+        import yaml
+        params = {"urdf_file": self.robot, "diagnostics_period": 0.2, **self.node_params}
+        pf = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+        yaml.safe_dump({f"/**/{NODE_NAME}": {"ros__parameters": params}}, pf)
+        pf.close()
+        self._tmp.append(pf.name)
+        self.node_proc = self._popen("node", [sys.executable, "-m", "rbd_ros.node", "--ros-args",
+                                              "-r", f"__ns:=/{self.ns}", "--params-file", pf.name])
+
+    def wait_node_ready(self, timeout=60.0) -> bool:
+        """Until the node's /diagnostics shows its model (it then waits for joint states)."""
+        return self._wait(lambda: self.node_status is not None
+                          and self.node_status.get("model") not in (None, ""), timeout,
+                          self.node_proc)
+
+    def start_sim(self):
+        p = {"urdf_file": self.robot, "initial_positions": list(self.q0),
+             "command_timeout": 0.05, **self.sim_params}
+        args = [sys.executable, "-m", "rbd_ros.sim", "--ros-args", "-r", f"__ns:=/{self.ns}",
+                # the wiring: the driver's effort input <- the node's ~/effort_command
+                "-r", f"effort_command:={self.fqn}/effort_command"]
+        for k, v in p.items():
+            args += ["-p", f"{k}:={v}"]
+        self.sim_proc = self._popen("sim", args)
+
+    def wait_states(self, n=50, timeout=30.0) -> bool:
+        return self._wait(lambda: len(self.states) >= n, timeout, self.sim_proc)
+
+    def _wait(self, pred, timeout, proc):
+        t_end = time.monotonic() + timeout
+        while time.monotonic() < t_end:
+            if pred():
+                return True
+            if proc is not None and proc.poll() is not None:
+                return False
+            time.sleep(0.02)
+        return bool(pred())
+
+    def stop_node(self, timeout=10.0) -> int | None:
+        return self._stop_proc(self.node_proc, timeout)
+
+    @staticmethod
+    def _stop_proc(proc, timeout):
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        return proc.returncode
+
+    def close(self):
+        self._stop.set()
+        rc = (self._stop_proc(self.node_proc, 10.0), self._stop_proc(self.sim_proc, 10.0))
+        for th in self._threads:
+            th.join(5)
+        self.executor.shutdown()
+        self.node.destroy_node()
+        import rclpy
+        rclpy.try_shutdown(context=self.context)
+        self._final_logs = {k: self.log(k) for k in self._logs}
+        for path in self._tmp:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        self._logs = {}
+        return rc
+
+    # ------------------------------------------------------------ ROS side
+    def _spin(self):
+        while not self._stop.is_set() and self.context.ok():
+            try:
+                self.executor.spin_once(timeout_sec=0.05)
+            except Exception:
+                if self._stop.is_set() or not self.context.ok():
+                    return
+                raise
+
+    def _on_state(self, msg):
+        item = (_stamp(msg), np.array(msg.position), np.array(msg.velocity), np.array(msg.effort))
+        with self.lock:
+            self.states.append(item)
+
+    def _on_command(self, msg):
+        with self.lock:
+            self.commands.append((_stamp(msg), np.array(msg.effort)))
+
+    def _on_diag(self, msg):
+        for st in msg.status:
+            if st.name.endswith(self.fqn):
+                self.node_status = {kv.key: kv.value for kv in st.values}
+            elif st.name == f"/{self.ns}/sim_driver":
+                self.sim_status = {kv.key: kv.value for kv in st.values}
+                self.sim_status["_received"] = time.monotonic()
+
+    def sim_counters(self, wait=True) -> dict:
+        """The driver's stall counters from a /diagnostics status received from now on
+        (wait=True): commands gone stale, loop resyncs after a stall, MuJoCo resets."""
+        if wait:
+            t = time.monotonic()
+            self._wait(lambda: self.sim_status and self.sim_status["_received"] > t, 5.0, None)
+        st = self.sim_status or {}
+        return {k: int(st.get(k, 0)) for k in ("stale_periods", "resyncs", "sim_resets")}
+
+    def _stream(self):
+        """Desired states at desired_rate from desired_fn(wall time)."""
+        from trajectory_msgs.msg import JointTrajectoryPoint
+        period = 1.0 / self.desired_rate
+        msg = self._traj_type(joint_names=list(JOINTS))
+        clock = self.node.get_clock()
         t_next = time.monotonic()
         while not self._stop.is_set():
-            q, v = self.state(time.monotonic() - self.t0)
-            self.msg.header.stamp = self.node.get_clock().now().to_msg()
-            self.msg.position, self.msg.velocity = q, v
-            self.pub.publish(self.msg)
+            fn = self.desired_fn
+            if fn is not None:
+                now = clock.now()
+                state = fn(now.nanoseconds * 1e-9)
+                if state is not None:
+                    q, v, a = state
+                    msg.header.stamp = now.to_msg()
+                    msg.points = [JointTrajectoryPoint(positions=q.tolist(), velocities=v.tolist(),
+                                                       accelerations=a.tolist())]
+                    self.pub_desired.publish(msg)
             t_next += period
-            time.sleep(max(0.0, t_next - time.monotonic()))
+            delay = t_next - time.monotonic()
+            if delay < -0.05:               # stalled: do not race to catch up
+                t_next = time.monotonic()
+            time.sleep(max(0.0, delay))
 
-    def start(self):
-        self.thread.start()
+    def now(self) -> float:
+        return self.node.get_clock().now().nanoseconds * 1e-9
 
-    def stop(self):
-        self._stop.set()
-        self.thread.join()
+    def set_params(self, timeout=10.0, **values) -> list:
+        """Set node parameters (one request); returns the list of (successful, reason)."""
+        from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+        from rcl_interfaces.srv import SetParameters
+        params = []
+        for name, value in values.items():
+            pv = ParameterValue()
+            if isinstance(value, str):
+                pv.type, pv.string_value = ParameterType.PARAMETER_STRING, value
+            elif isinstance(value, bool):
+                pv.type, pv.bool_value = ParameterType.PARAMETER_BOOL, value
+            elif isinstance(value, (list, tuple)):
+                pv.type = ParameterType.PARAMETER_DOUBLE_ARRAY
+                pv.double_array_value = [float(x) for x in value]
+            else:
+                pv.type, pv.double_value = ParameterType.PARAMETER_DOUBLE, float(value)
+            params.append(Parameter(name=name, value=pv))
+        cli = self.node.create_client(SetParameters, f"{self.fqn}/set_parameters")
+        try:
+            if not cli.wait_for_service(timeout_sec=timeout):
+                raise TimeoutError(f"{self.fqn}/set_parameters not available")
+            fut = cli.call_async(SetParameters.Request(parameters=params))
+            t_end = time.monotonic() + timeout
+            while not fut.done():
+                if time.monotonic() > t_end:
+                    raise TimeoutError("set_parameters: no answer")
+                time.sleep(0.002)
+            return [(r.successful, r.reason) for r in fut.result().results]
+        finally:
+            self.node.destroy_client(cli)
+
+    # ------------------------------------------------------------ data
+    def wait_recorded(self, t: float, timeout=10.0) -> bool:
+        """Until a joint state stamped t or later has been recorded (this process can lag
+        behind the stream on a loaded machine)."""
+        return self._wait(lambda: self.states and self.states[-1][0] >= t, timeout, None)
+
+    def window(self, t0: float, t1: float):
+        """(stamps, Q, V, applied effort) of the joint states stamped in [t0, t1]."""
+        with self.lock:
+            sel = [s for s in self.states if t0 <= s[0] <= t1]
+        if not sel:
+            return np.zeros(0), np.zeros((0, 7)), np.zeros((0, 7)), np.zeros((0, 7))
+        return (np.array([s[0] for s in sel]), np.array([s[1] for s in sel]),
+                np.array([s[2] for s in sel]), np.array([s[3] for s in sel]))
+
+
+# ---------------------------------------------------------------- the three measurements
+def settle(loop: ClosedLoop, q0=Q0, tol=5e-3, vtol=5e-2, hold=0.3, timeout=30.0) -> bool:
+    """Computed torque to q0 (the driver steps from start-up on, so the arm has fallen and
+    swung until the node's first command reached it) until the arm has stayed within tol
+    rad of q0 and vtol rad/s of rest for `hold` s."""
+    loop.desired_fn = lambda t: reference(0.0, q0)
+    res = loop.set_params(command_mode="computed_torque")
+    assert all(ok for ok, _ in res), res
+    q0 = np.asarray(q0)
+
+    def still():   # under command (the driver applies an effort) and at rest near q0
+        t1 = loop.now()
+        t, Q, V, E = loop.window(t1 - hold, t1)
+        return len(t) > 10 and t[-1] - t[0] > 0.8 * hold and np.all(np.any(E != 0.0, axis=1)) \
+            and np.max(np.abs(Q - q0)) < tol and np.max(np.abs(V)) < vtol
+    return loop._wait(still, timeout, loop.node_proc)
+
+
+def measure_hold(loop: ClosedLoop, seconds: float):
+    """Gravity mode from now on; returns (drift rad = max |q(t) - q(t0)| over the window
+    and the joints, t0, t1)."""
+    res = loop.set_params(command_mode="gravity")
+    assert all(ok for ok, _ in res), res
+    t0 = loop.now() + 0.05     # the switch is in effect (the answer comes after it)
+    time.sleep(seconds)
+    loop.wait_recorded(t0 + seconds)
+    t, Q, _, _ = loop.window(t0, t0 + seconds)
+    if len(t) < 2:
+        raise RuntimeError("no joint states during the hold")
+    return float(np.max(np.abs(Q - Q[0]))), t0, t0 + seconds
+
+
+def measure_tracking(loop: ClosedLoop, q0=Q0, duration=TRAJ_S, settle=0.3):
+    """Computed-torque mode (desired = q0 meanwhile), then the demo trajectory as desired
+    states; returns (rms rad, max rad, t_start, t_end), errors q(t) - q_d(t) at the
+    joint states' stamps over the trajectory."""
+    loop.desired_fn = lambda t: reference(0.0, q0)
+    res = loop.set_params(command_mode="computed_torque")
+    assert all(ok for ok, _ in res), res
+    time.sleep(settle)
+    t_start = loop.now() + 0.05
+    loop.desired_fn = lambda t: reference(t - t_start, q0, duration)
+    time.sleep(duration)
+    loop.wait_recorded(t_start + duration)
+    t, Q, _, _ = loop.window(t_start, t_start + duration)
+    if len(t) < 2:
+        raise RuntimeError("no joint states during the trajectory")
+    Qd = reference_batch(t - t_start, q0=q0, duration=duration)[0]
+    e = Q - Qd
+    return float(np.sqrt(np.mean(e ** 2))), float(np.max(np.abs(e))), t_start, t_start + duration
+
+
+def measure_sag(loop: ClosedLoop, seconds=1.0, early=0.1):
+    """Stop the node; from the first joint state with zero applied effort on, how far the
+    arm falls in `seconds` and in `early` s (max over joints of |q - q(t0)|, rad);
+    (sag, early sag, t0)."""
+    t_stop = loop.now()
+    loop.stop_node()
+    ok = loop._wait(lambda: any(s[0] > t_stop and not np.any(s[3]) for s in loop.states[-200:]),
+                    10.0, None)
+    if not ok:
+        raise RuntimeError("the driver never applied zero effort after the node stopped")
+    t, Q, _, E = loop.window(t_stop, math.inf)
+    i0 = int(np.argmax(~np.any(E != 0.0, axis=1)))
+    t0 = t[i0]
+    time.sleep(max(0.0, t0 + seconds - loop.now()))
+    loop.wait_recorded(t0 + seconds)
+    t, Q, _, _ = loop.window(t0, t0 + seconds)
+    k = int(np.searchsorted(t, t0 + early))
+    early_q = Q[min(k, len(t) - 1)]
+    return float(np.max(np.abs(Q[-1] - Q[0]))), float(np.max(np.abs(early_q - Q[0]))), t0
+
+
+def run_demo(png: str | None, desired_rate=500.0, out=print):
+    from rbd_ros.node import quiet_numba_cache_warnings
+    quiet_numba_cache_warnings()
+    ns = f"rbd_demo_{os.getpid()}"
+    t_wall = time.monotonic()
+    loop = ClosedLoop(ns, NODE_PARAMS, sim_params=SIM_PARAMS, desired_rate=desired_rate)
+    rc = 1
+    try:
+        loop.desired_fn = lambda t: reference(0.0)
+        out(f"[demo] starting the dynamics node ({ROBOT}, command_mode computed_torque, "
+            f"kp {KP:g} 1/s^2, kd {KD:g} 1/s) ...")
+        loop.start_node()
+        if not loop.wait_node_ready():
+            out("[demo] the dynamics node did not come up:\n" + loop.log("node"))
+            return 1
+        out(f"[demo] starting the MuJoCo arm at q0 = {list(Q0)}: joint_states -> node, "
+            f"node ~/effort_command -> driver")
+        loop.start_sim()
+        if not loop.wait_states(200):
+            out("[demo] no joint states from the simulated arm:\n" + loop.log("sim"))
+            return 1
+        if not settle(loop):
+            out("[demo] the arm did not come to rest at q0 (machine too loaded?)")
+            return 1
+        out("[demo] phase 2: gravity hold (command_mode gravity) for 3 s ...")
+        drift, h0, h1 = measure_hold(loop, 3.0)
+        out(f"[demo] phase 3: computed torque tracking a {TRAJ_S:g} s trajectory "
+            f"(desired states at {desired_rate:g} Hz) ...")
+        before = loop.sim_counters(wait=False)
+        rms, emax, c0, c1 = measure_tracking(loop)
+        after = loop.sim_counters()
+        stalls = {k: after[k] - before[k] for k in after if after[k] != before[k]}
+        time.sleep(0.3)
+        out("[demo] phase 1: node stopped, no command: the arm falls ...")
+        sag, sag_early, s0 = measure_sag(loop)
+        status = loop.node_status or {}
+        out("")
+        out("  phase                                   result")
+        out("  1 no command (node stopped)             fall (largest joint): "
+            f"{sag_early:.3f} rad after 0.1 s, {sag:.2f} rad after 1 s")
+        out("  2 gravity hold, command_mode gravity    drift over 3 s: "
+            f"{drift * 1e3:.2g} mrad")
+        out(f"  3 computed torque, desired at {desired_rate:3.0f} Hz   tracking error: "
+            f"RMS {rms * 1e3:.3f} mrad, max {emax * 1e3:.3f} mrad")
+        if stalls:
+            out(f"  (the machine stalled the driver during phase 3: {stalls}; 'resyncs' = "
+                "its real-time loop went > 50 ms without a step)")
+        if status:
+            out(f"  node callback p50/p99: {status.get('callback_time_p50_us', '?')}/"
+                f"{status.get('callback_time_p99_us', '?')} us")
+        if png:
+            plot(loop, png, (h0, h1), (c0, c1), s0)
+            out(f"[demo] picture: {png}")
+        rc = 0
+    finally:
+        loop.close()
+    out(f"[demo] done in {time.monotonic() - t_wall:.1f} s")
+    return rc
+
+
+def plot(loop: ClosedLoop, png: str, hold, track, sag0):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    t, Q, _, E = loop.window(hold[0] - 0.3, sag0 + 1.0)
+    T0 = hold[0]
+    Qd = np.where(((t >= track[0]) & (t <= track[1]))[:, None],
+                  reference_batch(t - track[0])[0], np.nan)
+    fig, ax = plt.subplots(3, 1, figsize=(11, 9), sharex=True,
+                           gridspec_kw={"height_ratios": [3, 1.4, 2]})
+    colors = plt.cm.tab10(np.arange(7))
+    for k in range(7):
+        ax[0].plot(t - T0, Q[:, k], color=colors[k], lw=1.2, label=JOINTS[k])
+        ax[0].plot(t - T0, Qd[:, k], color=colors[k], lw=2.5, ls="--", alpha=0.5)
+        ax[2].plot(t - T0, E[:, k], color=colors[k], lw=1.0)
+    err = (Q - Qd) * 1e3
+    for k in range(7):
+        ax[1].plot(t - T0, err[:, k], color=colors[k], lw=1.0)
+    for a in ax:
+        a.axvspan(0, hold[1] - T0, color="tab:green", alpha=0.07)
+        a.axvspan(track[0] - T0, track[1] - T0, color="tab:blue", alpha=0.07)
+        a.axvspan(sag0 - T0, sag0 + 1.0 - T0, color="tab:red", alpha=0.07)
+        a.grid(alpha=0.3)
+    top = ax[0].get_ylim()[1]
+    for x, text in ((0.05, "gravity hold"), (track[0] - T0 + 0.05, "computed torque"),
+                    (sag0 - T0 + 0.02, "no command")):
+        ax[0].text(x, top, text, va="top", fontsize=9)
+    ax[0].set_ylabel("joint angle (rad)\nsolid: actual, dashed: desired")
+    ax[0].legend(ncol=7, fontsize=8, loc="lower center")
+    ax[1].set_ylabel("tracking error\n(mrad)")
+    ax[2].set_ylabel("applied torque (N m)")
+    ax[2].set_xlabel("time (s)")
+    fig.suptitle(f"rbd_ros closed loop: dynamics node + MuJoCo {ROBOT} at 1 kHz")
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(png)), exist_ok=True)
+    fig.savefig(png, dpi=90)
+    plt.close(fig)
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description="rbd_ros demo")
-    ap.add_argument("--seconds", type=float, default=4.0, help="streaming time before exit")
-    ap.add_argument("--robot", default="rbd_arm7", help="bundled robot name or URDF path")
-    ap.add_argument("--publisher-only", action="store_true",
-                    help="only publish demo joint states (for a node started elsewhere)")
-    args, ros_args = ap.parse_known_args(argv)
-
-    from rbd_ros.node import quiet_numba_cache_warnings
-    quiet_numba_cache_warnings()
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-    from sensor_msgs.msg import JointState
-
-    import rbd_ros.core as rbd
-    from rbd_ros.node.runtime import resolve_urdf_file
-
-    urdf_path = resolve_urdf_file(args.robot)
-    model = rbd.Model.from_urdf(urdf_path)
-    joints = [n for n in model.joint_names]
-    rclpy.init(args=ros_args)
-    node = rclpy.create_node("rbd_demo")
-    ex = SingleThreadedExecutor()
-    ex.add_node(node)
-    demo = DemoPublisher(node, joints)
-    if args.publisher_only:
-        demo.start()
-        try:
-            ex.spin()
-        except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-            pass
-        return 0
-
-    print(f"[demo] starting the dynamics node on {urdf_path} ({model.name}, {model.nv} DOF)",
-          flush=True)
-    dyn = subprocess.Popen([sys.executable, "-m", "rbd_ros.node", "--ros-args",
-                            "-p", f"urdf_file:={urdf_path}"], env=dict(os.environ))
-    latest = {}
-    node.create_subscription(JointState, "/rbd_dynamics/gravity_torques_state",
-                             lambda m: latest.__setitem__("g", m), 10)
-    node.create_subscription(JointState, "/rbd_dynamics/bias_torques_state",
-                             lambda m: latest.__setitem__("b", m), 10)
-    counts = {"g": 0}
-    node.create_subscription(JointState, "/rbd_dynamics/gravity_torques_state",
-                             lambda m: counts.__setitem__("g", counts["g"] + 1), 10)
-    stop = threading.Event()
-    spin = threading.Thread(target=lambda: [ex.spin_once(timeout_sec=0.05)
-                                            for _ in iter(lambda: stop.is_set(), True)],
-                            daemon=True)
-    spin.start()
-    demo.start()
-    rc = 1
+    ap = argparse.ArgumentParser(description="rbd_ros closed-loop demo (node + MuJoCo arm)")
+    ap.add_argument("--png", default=os.path.join("demo_output", "closed_loop.png"),
+                    help="where to write the picture (default: %(default)s)")
+    ap.add_argument("--no-plot", action="store_true", help="no picture")
+    ap.add_argument("--rate", type=float, default=500.0, help="desired-state rate in Hz")
+    args = ap.parse_args(argv)
     try:
-        t_end = time.monotonic() + 90
-        while "g" not in latest:
-            if time.monotonic() > t_end or dyn.poll() is not None:
-                print("[demo] the node did not answer", flush=True)
-                return 1
-            time.sleep(0.05)
-        print("[demo] torques streaming (joint states at 200 Hz; gravity g(q) and bias "
-              "C(q,qd)qd+g(q) in N m):", flush=True)
-        n0, t0 = counts["g"], time.monotonic()
-        t_stop = t0 + args.seconds
-        while time.monotonic() < t_stop:
-            g, b = latest["g"], latest["b"]
-            print(f"  t={time.monotonic() - t0:4.2f}s  g={_fmt(g.effort)}  bias={_fmt(b.effort)}",
-                  flush=True)
-            time.sleep(0.5)
-        rate = (counts["g"] - n0) / (time.monotonic() - t0)
-        print(f"[demo] {rate:.0f} torque messages/s received", flush=True)
-
-        from rbd_ros_interfaces.srv import InverseDynamics
-        cli = node.create_client(InverseDynamics, "/rbd_dynamics/inverse_dynamics")
-        if not cli.wait_for_service(timeout_sec=60):
-            print("[demo] inverse_dynamics service not available", flush=True)
-            return 1
-        q, v = demo.state(1.0)
-        req = InverseDynamics.Request(name=joints, position=q, velocity=v,
-                                      acceleration=[0.5] * len(joints))
-        print(f"[demo] calling /rbd_dynamics/inverse_dynamics: q={_fmt(q)} qd={_fmt(v)} "
-              f"qdd=[0.5 ...]", flush=True)
-        fut = cli.call_async(req)
-        t_end = time.monotonic() + 30
-        while not fut.done() and time.monotonic() < t_end:
-            time.sleep(0.01)
-        resp = fut.result() if fut.done() else None
-        if resp is None or not resp.success:
-            print(f"[demo] service call failed: {resp.message if resp else 'timeout'}",
-                  flush=True)
-            return 1
-        print(f"[demo] answer: success={resp.success} effort={_fmt(resp.effort)} N m", flush=True)
-        rc = 0
-    finally:
-        demo.stop()
-        stop.set()
-        spin.join()
-        dyn.send_signal(signal.SIGINT)
-        try:
-            dyn.wait(10)
-        except subprocess.TimeoutExpired:
-            dyn.kill()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    print("[demo] done", flush=True)
-    return rc
+        import mujoco  # noqa: F401
+    except ImportError:
+        print("[demo] needs MuJoCo: pip install -e '.[demo]'", file=sys.stderr)
+        return 2
+    return run_demo(None if args.no_plot else args.png, args.rate,
+                    out=lambda s: print(s, flush=True))
 
 
 if __name__ == "__main__":

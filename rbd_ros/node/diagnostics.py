@@ -13,7 +13,8 @@ def _short(names, n=10):
 
 def build_status(node_fqn: str, rt, stats, now: float, max_state_age: float, *,
                  services: str, services_error: str | None = None,
-                 command_friction: bool = False, payload_rejected: int = 0) -> DiagnosticStatus:
+                 command_friction: bool = False, payload_rejected: int = 0,
+                 command=(), relay: dict | None = None) -> DiagnosticStatus:
     """Status of the node named node_fqn.
 
     rt: the current Runtime or None; stats: the control path's Stats; now: monotonic
@@ -22,7 +23,9 @@ def build_status(node_fqn: str, rt, stats, now: float, max_state_age: float, *,
     off, if they are (raises the level to WARN); command_friction: the parameter (the
     command output adds joint friction); payload_rejected: ~/payload messages refused.
     The model's payloads ("link: mass kg", ...) and non-zero armature ("joint: value")
-    come from rt."""
+    come from rt. command: (key, value) pairs of the effort command (ControlPath.command_diagnostics: command_mode, command_fallback,
+    command_clamped, desired_dropped, ...); relay: the trajectory relay's totals
+    ({"relayed": n, "refused": m}) or None."""
     status = DiagnosticStatus()
     status.name = f"rbd_ros: {node_fqn}"
     kv = []
@@ -69,6 +72,9 @@ def build_status(node_fqn: str, rt, stats, now: float, max_state_age: float, *,
                KeyValue(key="publish_time_p99_us", value=f"{pu99:.1f}")]
     kv += [KeyValue(key="command_friction", value=str(bool(command_friction)).lower()),
            KeyValue(key="payloads_rejected", value=str(int(payload_rejected)))]
+    kv += [KeyValue(key=k, value=v) for k, v in command]
+    if relay is not None:
+        kv += [KeyValue(key=f"trajectories_{k}", value=str(v)) for k, v in relay.items()]
     kv += [KeyValue(key="services", value=services),
            KeyValue(key="last_error", value=st.last_error)]
     if services_error:

@@ -18,10 +18,10 @@ Module map (rbd_ros/node):
 Threads and executors
 ---------------------
 * control path: a small node ``<name>_control`` that holds only the
-  ``joint_states`` subscription, spun by its own executor in the main thread
-  (rclpy's EventsExecutor by default, or a SingleThreadedExecutor with
-  ``control_executor: single``).  Its callback (control.py) merges the state,
-  calls rbd_ros.core and publishes preallocated messages.
+  ``joint_states`` and ``~/desired_state`` subscriptions, spun by its own executor
+  in the main thread (rclpy's EventsExecutor by default, or a SingleThreadedExecutor
+  with ``control_executor: single``).  Its callbacks (control.py) merge the state,
+  call rbd_ros.core and publish preallocated messages.
 * background: the main node ``<name>`` (parameters, ``robot_description``,
   ``~/set_payload``, ``~/payload``, services, ``/diagnostics``), spun by a
   SingleThreadedExecutor in a second thread.  Model builds (URDF, armature,
@@ -47,6 +47,7 @@ from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
+from trajectory_msgs.msg import JointTrajectory
 
 from rbd_ros.node import diagnostics, names, params
 from rbd_ros.node import payload as pl
@@ -92,6 +93,7 @@ class DynamicsNode:
         self._pending = None  # (runtime, source) validated by the on-set callback
         self._source = None   # (urdf text, where) of the loaded model
         self.worker = None
+        self.relay = None     # the in-process trajectory relay (service_process: false)
         self.services_error = None
         self.services_ready = False
         self.sub_payload = None      # ~/payload, created with the first model (latched input)
@@ -131,8 +133,8 @@ class DynamicsNode:
         n.add_post_set_parameters_callback(self._post_set_parameters)
         self.diag_timer = n.create_timer(p.diagnostics_period, self._publish_diagnostics)
 
-        # control node: only the joint_states subscription, resolved against the main node's
-        # name, namespace and remappings
+        # control node: only the joint_states and desired_state subscriptions, resolved
+        # against the main node's name, namespace and remappings
         js_topic = n.resolve_topic_name(names.TOPIC_JOINT_STATES)
         self.control = Node(n.get_name() + "_control", namespace=n.get_namespace(),
                             context=context, use_global_arguments=False,
@@ -141,6 +143,9 @@ class DynamicsNode:
             else qos_profile_sensor_data
         self.sub_js = self.control.create_subscription(
             JointState, js_topic, self.control_path.on_joint_state, qos)
+        self.sub_desired = self.control.create_subscription(
+            JointTrajectory, n.resolve_topic_name(names.TOPIC_DESIRED),
+            self.control_path.on_desired, names.QOS_DESIRED)
         self.log.info(
             f"listening on {js_topic} ({'reliable' if p.joint_states_reliable else 'best effort'})"
             f", publishing {n.resolve_topic_name(names.TOPIC_GRAVITY)} and friends")
@@ -166,6 +171,12 @@ class DynamicsNode:
                     self._pending = (self._build(source[0], source[1], new), source)
             except (ValueError, OSError) as e:  # rbd.ModelError is a ValueError
                 return SetParametersResult(successful=False, reason=str(e))
+        if any(c.name in params.COMMAND or c.name in params.STRUCTURAL for c in changes):
+            rt = self._pending[0] if self._pending is not None else self.runtime
+            error = self.control_path.command_settings_error(new, rt)
+            if error:
+                self._pending = None
+                return SetParametersResult(successful=False, reason=error)
         return SetParametersResult(successful=True)
 
     def _post_set_parameters(self, changes):
@@ -332,9 +343,11 @@ class DynamicsNode:
             self.log.error(self.services_error)
             self.stats.error(self.services_error)
             return
+        relay = (self.node.resolve_topic_name(names.TOPIC_TRAJECTORY_IN),
+                 self.node.resolve_topic_name(names.TOPIC_TRAJECTORY_OUT))
         if p.service_process:
             self.worker = WorkerClient(self.node.get_fully_qualified_name(), p.numba_threads,
-                                       self.log, on_error=self.stats.error)
+                                       self.log, on_error=self.stats.error, relay=relay)
             rt = self.runtime
             if rt is not None:
                 self.worker.send_model(self._source[0], rt.source, rt.options)
@@ -342,6 +355,8 @@ class DynamicsNode:
         else:
             self.services = create_dynamics_services(
                 self.node, self.node.get_fully_qualified_name(), lambda: self.runtime, self.log)
+            from rbd_ros.node.relay import TrajectoryRelay
+            self.relay = TrajectoryRelay(self.node, *relay, lambda: self.runtime, self.log)
             self.services_ready = True
 
     def services_state(self):
@@ -357,11 +372,16 @@ class DynamicsNode:
     # ------------------------------------------------------------ diagnostics
     def _publish_diagnostics(self):
         text, error = self.services_state()
+        now = time.monotonic()
+        w, r = self.worker, self.relay
+        relay = w.relay_counts if w is not None else \
+            {"relayed": r.relayed, "refused": r.refused} if r is not None else None
         status = diagnostics.build_status(
-            self.node.get_fully_qualified_name(), self.runtime, self.stats, time.monotonic(),
+            self.node.get_fully_qualified_name(), self.runtime, self.stats, now,
             self.max_state_age, services=text, services_error=error,
-            command_friction=bool(getattr(params.read(self.node), "command_friction", False)),
-            payload_rejected=self.payload_rejected)
+            command_friction=bool(params.read(self.node).command_friction),
+            payload_rejected=self.payload_rejected,
+            command=self.control_path.command_diagnostics(now), relay=relay)
         self.pub_diag.publish(diagnostics.as_array(status, self.node.get_clock().now().to_msg()))
 
     # ---------------------------------------------------------------- running

@@ -9,12 +9,17 @@ DEFAULT_NAME = "rbd_dynamics"
 # inputs
 TOPIC_JOINT_STATES = "joint_states"
 TOPIC_DESCRIPTION = "robot_description"
+TOPIC_DESIRED = "~/desired_state"               # trajectory_msgs/JointTrajectory, one point
 # outputs of the control path
 TOPIC_GRAVITY = "~/gravity_torques"
 TOPIC_GRAVITY_STATE = "~/gravity_torques_state"
 TOPIC_BIAS = "~/bias_torques"
 TOPIC_BIAS_STATE = "~/bias_torques_state"
 TOPIC_INERTIA = "~/inertia_matrix"
+TOPIC_EFFORT_COMMAND = "~/effort_command"       # for forward_command_controller ~/commands
+TOPIC_EFFORT_COMMAND_STATE = "~/effort_command_state"
+TOPIC_FEEDFORWARD = "~/feedforward_torques"     # on each desired state
+TOPIC_FEEDFORWARD_STATE = "~/feedforward_torques_state"
 TOPIC_DIAGNOSTICS = "/diagnostics"
 # services (answered in process or by the service worker, see worker_client.py)
 SRV_ID = "~/inverse_dynamics"
@@ -24,6 +29,9 @@ SRV_FD_TRAJ = "~/forward_dynamics_trajectory"
 # payloads at run time (dynamics_node.py, payload.py)
 TOPIC_PAYLOAD = "~/payload"                     # geometry_msgs/InertiaStamped, latched
 SRV_SET_PAYLOAD = "~/set_payload"               # rbd_ros_interfaces/srv/SetPayload
+# trajectory relay (relay.py; runs where the services run)
+TOPIC_TRAJECTORY_IN = "~/trajectory_in"
+TOPIC_TRAJECTORY_OUT = "~/trajectory_out"
 
 QOS_DESCRIPTION = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
                              reliability=ReliabilityPolicy.RELIABLE,
@@ -38,3 +46,7 @@ QOS_OUTPUT = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST,
 QOS_PAYLOAD = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST,
                          reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
+# desired states: reliable (a dropped one is counted, not lost silently), latest 10
+QOS_DESIRED = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST,
+                         reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.VOLATILE)

@@ -104,6 +104,43 @@ ROBOT_PARAMETERS = [
 ]
 PARAMETERS += ROBOT_PARAMETERS
 STRUCTURAL += ("armature",)
+# ~/effort_command and ~/desired_state (command.py: the laws); all changeable at run time,
+# checked against the model's output joints before they are accepted
+COMMAND_PARAMETERS = [
+    ("command_mode", "gravity", _desc(
+        "What ~/effort_command carries: 'gravity' = g(q); 'feedforward' = RNEA(q_d, qd_d, qdd_d) "
+        "of the latest ~/desired_state; 'computed_torque' = H(q)(qdd_d + kp (q_d - q) + "
+        "kd (qd_d - qd)) + b(q, qd). Without a fresh desired state the last two fall back to "
+        "g(q) - hold_damping qd.", ParameterType.PARAMETER_STRING)),
+    ("command_friction", False, _desc(
+        "Add the URDF joint friction damping qd + friction tanh(qd / friction_velocity_eps) to "
+        "~/effort_command (at the measured qd; at qd_d in feedforward mode) and to "
+        "~/feedforward_torques (at qd_d).", ParameterType.PARAMETER_BOOL)),
+    ("friction_velocity_eps", 0.01, _desc(
+        "Velocity (rad/s or m/s) smoothing the Coulomb friction term: tanh(qd / eps).",
+        ParameterType.PARAMETER_DOUBLE)),
+    ("kp", Parameter.Type.DOUBLE_ARRAY, _desc(
+        "computed_torque position gains (1/s^2), one value or one per joint in `joints` order "
+        "(required for computed_torque).", ParameterType.PARAMETER_DOUBLE_ARRAY)),
+    ("kd", Parameter.Type.DOUBLE_ARRAY, _desc(
+        "computed_torque velocity gains (1/s), one value or one per joint in `joints` order "
+        "(required for computed_torque).", ParameterType.PARAMETER_DOUBLE_ARRAY)),
+    ("hold_damping", [1.0], _desc(
+        "K_hold of the fallback command g(q) - K_hold qd (N m s/rad or N s/m), one value or one "
+        "per joint in `joints` order.", ParameterType.PARAMETER_DOUBLE_ARRAY)),
+    ("max_desired_age", 0.1, _desc(
+        "A desired state received longer ago than this many seconds is stale: the command falls "
+        "back to the damped gravity hold (0: never stale).", ParameterType.PARAMETER_DOUBLE)),
+    ("clamp_effort", True, _desc(
+        "Clamp ~/effort_command to +-the effort limits (effort_limits, else the URDF's "
+        "<limit effort>).", ParameterType.PARAMETER_BOOL)),
+    ("effort_limits", Parameter.Type.DOUBLE_ARRAY, _desc(
+        "Effort limits (N m or N) overriding the URDF's, one value or one per joint in `joints` "
+        "order; .inf = no limit. Empty: the URDF's (a joint without one is not clamped).",
+        ParameterType.PARAMETER_DOUBLE_ARRAY)),
+]
+COMMAND = tuple(name for name, _, _ in COMMAND_PARAMETERS)
+PARAMETERS += COMMAND_PARAMETERS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,6 +167,16 @@ class Params:
     payload_masses: tuple = ()
     payload_coms: tuple = ()
     payload_inertias: tuple = ()
+    # command (COMMAND_PARAMETERS)
+    command_mode: str = "gravity"
+    command_friction: bool = False
+    friction_velocity_eps: float = 0.01
+    kp: tuple = ()
+    kd: tuple = ()
+    hold_damping: tuple = (1.0,)
+    max_desired_age: float = 0.1
+    clamp_effort: bool = True
+    effort_limits: tuple = ()
 
     @classmethod
     def from_values(cls, values: dict) -> "Params":
@@ -141,6 +188,9 @@ class Params:
                 v[name] = tuple(float(x) for x in (v[name] or ()))
         if "payload_links" in v:
             v["payload_links"] = tuple(str(x) for x in (v["payload_links"] or ()))
+        for name in ("kp", "kd", "hold_damping", "effort_limits"):
+            if name in v:
+                v[name] = tuple(float(x) for x in (v[name] or ()))
         return cls(**v)
 
     def updated(self, changes) -> "Params":

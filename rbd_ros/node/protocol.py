@@ -1,8 +1,9 @@
 """The line protocol between the node (worker_client.py) and its service worker
 process (service_worker.py), defined once for both sides.
 
-* command line: ``python -m rbd_ros.node.service_worker NODE_FQN THREADS EXPECT_MODEL``
-  (``worker_argv`` / ``parse_argv``).
+* command line: ``python -m rbd_ros.node.service_worker NODE_FQN THREADS EXPECT_MODEL
+  [RELAY_IN RELAY_OUT]`` (``worker_argv`` / ``parse_argv``); the resolved topics of the
+  trajectory relay (relay.py), if the worker runs it.
 * node -> worker (stdin), one JSON object per line, one per model change
   (``model_command`` / ``parse_model_command``):
   ``{"urdf": ..., "where": ..., "floating_base": ..., "mimic": ..., "gravity": [...],
@@ -12,7 +13,8 @@ process (service_worker.py), defined once for both sides.
 * worker -> node (stdout), one JSON object per line (``event_*`` / ``parse_event``):
   ``{"event": "ready"}`` once its services exist;
   ``{"event": "model", "ok": true, "name": ..., "dof": ...}`` or
-  ``{"event": "model", "ok": false, "error": ...}`` after each model command.
+  ``{"event": "model", "ok": false, "error": ...}`` after each model command;
+  ``{"event": "relay", "relayed": n, "refused": m}`` (totals) after each relayed trajectory.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 WORKER_MODULE = "rbd_ros.node.service_worker"
 EVENT_READY = "ready"
 EVENT_MODEL = "model"
+EVENT_RELAY = "relay"
 
 
 @dataclass(frozen=True)
@@ -30,15 +33,18 @@ class WorkerArgs:
     node_fqn: str
     threads: int
     expect_model: bool
+    relay: tuple | None = None   # (in topic, out topic) of the trajectory relay
 
 
-def worker_argv(node_fqn: str, threads: int, expect_model: bool, python=None) -> list:
+def worker_argv(node_fqn: str, threads: int, expect_model: bool, python=None,
+                relay=None) -> list:
     return [python or sys.executable, "-m", WORKER_MODULE, node_fqn, str(int(threads)),
-            "1" if expect_model else "0"]
+            "1" if expect_model else "0", *(relay or ())]
 
 
 def parse_argv(argv) -> WorkerArgs:
-    return WorkerArgs(argv[0], int(argv[1]), len(argv) > 2 and argv[2] == "1")
+    relay = (argv[3], argv[4]) if len(argv) > 4 else None
+    return WorkerArgs(argv[0], int(argv[1]), len(argv) > 2 and argv[2] == "1", relay)
 
 
 def model_command(urdf: str, where: str, floating_base: bool, mimic: bool, gravity,
@@ -75,6 +81,10 @@ def event_model(ok: bool, *, name: str = "", dof: int = 0, error: str = "") -> s
     if ok:
         return json.dumps({"event": EVENT_MODEL, "ok": True, "name": name, "dof": dof})
     return json.dumps({"event": EVENT_MODEL, "ok": False, "error": error})
+
+
+def event_relay(relayed: int, refused: int) -> str:
+    return json.dumps({"event": EVENT_RELAY, "relayed": int(relayed), "refused": int(refused)})
 
 
 def parse_event(line: str):

@@ -1,5 +1,6 @@
 """ROS-free part of the node: a loaded model with its name maps, the merged
-joint state, and the output buffers.
+joint state, the output buffers, and the command law with its desired state
+(``Runtime.law``, command.py).
 
 One ``Runtime`` is built per robot description (off the control path) and
 swapped in atomically; the control path only ever reads ``node.runtime`` once
@@ -15,6 +16,7 @@ import numpy as np
 from numba import njit
 
 import rbd_ros.core as rbd
+from rbd_ros.node.command import CommandLaw
 
 BUNDLED_ROBOTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "robots")
 
@@ -176,6 +178,10 @@ class Runtime:
         self.g_buf, self.g = _array(self.nout)
         self.b_buf, self.b = _array(self.nout)
         self.h_buf, self.h = _array(self.nout * self.nout)
+        # ~/effort_command and ~/feedforward_torques: the command law's buffers (command.py)
+        self.law = CommandLaw(self)
+        self.cmd_buf, self.cmd = self.law.cmd_buf, self.law.cmd
+        self.ff_buf, self.ff = self.law.ff_buf, self.law.ff
 
     # ---------------------------------------------------------------- names
     def unknown_joint_text(self, name: str, field: str) -> str:
@@ -279,7 +285,9 @@ class Runtime:
         return missing, stale
 
     def adopt_state(self, old: "Runtime") -> None:
-        """Carry the latest joint values over from the previous model (same names)."""
+        """Carry the latest joint values (and the desired state, see CommandLaw.adopt)
+        over from the previous model (same names)."""
+        self.law.adopt(old.law)
         for i, n in enumerate(self.dof_names):
             j = old.dof_index.get(n)
             if j is not None:
@@ -316,6 +324,7 @@ class Runtime:
         rbd.rnea(model, qb, zb, zb)
         fe = np.zeros((len(model.link_names), 6))
         rbd.rnea(model, q, z, z, f_ext=fe, f_ext_frame="world")
+        self.law.warm_up()
         self.fd_error = None
         for args, kw in (((q, z, z), {}), ((qb, zb, zb), {}),
                          ((q, z, z), {"f_ext": fe, "f_ext_frame": "local"})):

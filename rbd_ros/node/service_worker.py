@@ -87,6 +87,10 @@ def main(argv=None):
             return 0
         load(line)
     create_dynamics_services(node, args.node_fqn, lambda: state["runtime"], log)
+    if args.relay:  # the trajectory relay (relay.py says why it runs here)
+        from rbd_ros.node.relay import TrajectoryRelay
+        TrajectoryRelay(node, *args.relay, lambda: state["runtime"], log,
+                        on_count=lambda a, b: _report(protocol.event_relay(a, b)))
     threading.Thread(target=read_models, daemon=True, name="model_reader").start()
     ex = SingleThreadedExecutor()
     ex.add_node(node)

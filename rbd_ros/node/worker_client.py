@@ -45,8 +45,10 @@ class WorkerClient:
     ``on_error(text)`` for worker failures; ``log`` is an rclpy logger."""
 
     def __init__(self, node_fqn: str, threads: int, log, *, on_error,
-                 budget: RestartBudget | None = None, argv_python=None):
+                 budget: RestartBudget | None = None, argv_python=None, relay=None):
         self.node_fqn = node_fqn
+        self.relay = relay            # (in, out) topics of the trajectory relay, or None
+        self.relay_counts = {"relayed": 0, "refused": 0}  # this worker's totals
         self.threads = threads
         self.log = log
         self.on_error = on_error
@@ -67,7 +69,8 @@ class WorkerClient:
         with self._lock:
             if self.closing:
                 return
-            args = protocol.worker_argv(self.node_fqn, self.threads, expect_model, self.python)
+            args = protocol.worker_argv(self.node_fqn, self.threads, expect_model, self.python,
+                                        self.relay)
             # own session: a Ctrl-C in the terminal reaches the node only; the node stops
             # the worker by closing its stdin.
             proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -116,6 +119,8 @@ class WorkerClient:
             if ev["event"] == protocol.EVENT_READY:
                 self.ready = True
                 self.log.info("services ready (worker process)")
+            elif ev["event"] == protocol.EVENT_RELAY:
+                self.relay_counts = {"relayed": ev["relayed"], "refused": ev["refused"]}
             elif ev["event"] == protocol.EVENT_MODEL and not ev.get("ok"):
                 self.on_error(f"service worker: {ev.get('error')}")
         code = proc.wait()

@@ -89,6 +89,11 @@ class SimDriver:
         publish_rate = float(declare("publish_rate", 0.0, "joint_states rate in Hz; 0 = every step"))
         self.command_timeout = float(declare("command_timeout", 0.05,
                                              "s; older commands are replaced by zero effort"))
+        # (closed-loop demo/tests: a controller that connects seconds after start-up would
+        # otherwise find the arm fallen and spinning)
+        self.wait_for_command = bool(declare(
+            "wait_for_command", False, "hold the initial pose (no physics steps; joint_states "
+            "still published) until the first effort command arrives"))
         publish_desc = bool(declare("publish_description", False,
                                     "publish the URDF on robot_description (transient local)"))
         mimic_independent = bool(declare("mimic_independent", False,
@@ -251,7 +256,8 @@ class SimDriver:
                     self._stale = True
                     self.counts["stale_periods"] += 1
                 d.qfrc_applied[dof] = applied
-                mujoco.mj_step(mjm, d)
+                if cmd is not None or not self.wait_for_command:
+                    mujoco.mj_step(mjm, d)
                 if bad_acc.number:      # MuJoCo found a non-finite/huge acceleration and reset d
                     bad_acc.number = 0
                     self._on_reset()
