@@ -102,7 +102,9 @@ def test_terms_follow_subscribers_and_switches(rclpy_node):
     assert cp._needs([names.index("g")]) == (False, False)
     assert cp._needs([names.index("h")]) == (False, True)
     cp.configure(Params(publish_bias=False, publish_inertia=False))
-    assert [o.term for o, on in zip(OUTPUTS, cp.enabled) if on] == ["g", "g"]
+    # the switched outputs (b, H) are off, every unswitched one stays on
+    assert [o.term for o, on in zip(OUTPUTS, cp.enabled) if on] == [o.term for o in OUTPUTS if not o.switch]
+    assert "b" not in [o.term for o, on in zip(OUTPUTS, cp.enabled) if on]
     cp.configure(Params(max_publish_rate=100.0, max_state_age=0.5))
     assert cp.min_period == pytest.approx(0.01) and cp.max_state_age == 0.5
     assert all(cp.enabled)

@@ -288,7 +288,8 @@ def test_stream_keeps_flowing_during_10k_relay(client, node):
     print(f"10k-point relay {result['call_s'] * 1e3:.0f} ms; stream meanwhile: "
           f"{len(during)}/{n_sent} answered")
     assert result["call_s"] > 0.05      # real work, so the checks below mean something
-    assert n_sent >= 0.8 * result["call_s"] / 0.002
+    # the test's own 500 Hz publisher kept sending (it slows down on a loaded machine)
+    assert n_sent >= 0.5 * result["call_s"] / 0.002
     # best effort (sensor-data QoS, depth 5) loses inputs while the 2-core machine is
     # saturated by (de)serialising 2 MB in three processes (measured: 90-100 % answered,
     # 50 % with a soak benchmark running alongside); what must not happen is a stalled
