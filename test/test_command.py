@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 import pytest
+from core_util import random_tree_urdf
 
 import rbd_ros.core as rbd
-from core_util import random_tree_urdf
 from rbd_ros.node import command
 from rbd_ros.node.params import Params
 from rbd_ros.node.runtime import build_runtime, bundled_robot_path

@@ -10,12 +10,25 @@ import pytest
 from rcl_interfaces.msg import Parameter as ParameterMsg
 from rcl_interfaces.msg import ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParametersAtomically
+from ros_harness import (
+    ARM_JOINTS,
+    DiagnosticArray,
+    Float64MultiArray,
+    JointState,
+    NodeProcess,
+    array_of,
+    diagnostics_of,
+    joint_state,
+    next_stamp,
+    publish_until,
+    read_arm_urdf,
+    stamp_key,
+    unique_ns,
+    wait_for,
+)
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import rbd_ros.core as rbd
-from ros_harness import (ARM_JOINTS, DiagnosticArray, Float64MultiArray, JointState, NodeProcess,
-                         array_of, diagnostics_of, joint_state, next_stamp, publish_until,
-                         read_arm_urdf, stamp_key, unique_ns, wait_for)
 
 TOL = 1e-9
 KP = np.array([60.0, 80.0, 60.0, 50.0, 40.0, 30.0, 20.0])
@@ -234,7 +247,7 @@ def test_stale_desired_state_falls_back_to_the_damped_hold_and_recovers(rig):
                      command_friction=False, clamp_effort=True, kp=KP.tolist(), kd=KD.tolist())
     assert res.successful, res.reason
     expected = computed(q, v, qd, vd, ad)
-    for attempt in range(5):   # fresh: computed torque (retry if the machine stalls > age)
+    for _ in range(5):   # fresh: computed torque (retry if the machine stalls > age)
         rig.send_desired(qd, vd, ad)
         sent, got = publish_until(rig.js, lambda: joint_state(ARM_JOINTS, q, v), rig.cmd_state,
                                   timeout=age / 2)
@@ -324,17 +337,17 @@ def test_parameters_checked_and_changed_at_run_time(rig):
     assert set_params(c, n, command_mode="computed_torque", kp=KP.tolist(), kd=KD.tolist(),
                       command_friction=False).successful
     rig.send_desired(qd, vd, ad)
-    got = rig.command(q, v, accept=lambda m: rel(m.effort, computed(q, v, qd, vd, ad)) <= TOL)
+    rig.command(q, v, accept=lambda m: rel(m.effort, computed(q, v, qd, vd, ad)) <= TOL)
     # new gains take effect on the next message
     kp2, kd2 = KP * 0.5, KD * 2.0
     assert set_params(c, n, kp=kp2.tolist(), kd=kd2.tolist()).successful
     exp2 = computed(q, v, qd, vd, ad, kp=kp2, kd=kd2)
     assert rel(exp2, computed(q, v, qd, vd, ad)) > 1e-3
-    got = rig.command(q, v, accept=lambda m: rel(m.effort, exp2) <= TOL)
+    assert rel(rig.command(q, v, accept=lambda m: rel(m.effort, exp2) <= TOL), exp2) <= TOL
     # hold_damping applies to the fallback
     assert set_params(c, n, hold_damping=[3.0], max_desired_age=0.2).successful
     time.sleep(0.4)
-    got = rig.command(q, v, accept=lambda m: rel(m.effort, rbd.gravity(MODEL, q) - 3.0 * v) <= TOL)
+    rig.command(q, v, accept=lambda m: rel(m.effort, rbd.gravity(MODEL, q) - 3.0 * v) <= TOL)
     # a mode needing gains is refused while they are empty -- in one atomic request
     res = set_params(c, n, kp=[], command_mode="computed_torque")
     assert not res.successful and "kp: command_mode computed_torque needs gains" in res.reason

@@ -245,7 +245,7 @@ class CommandLaw:
     def __init__(self, rt):
         self.rt = rt
         model = rt.model
-        nq, nv, n = model.nq, model.nv, rt.nout
+        nv, n = model.nv, rt.nout
         self.settings: Settings | None = None
         self.sel_out = np.arange(n, dtype=np.int64)  # identity: sources already in joints order
         self.out_v = rt.out_v
