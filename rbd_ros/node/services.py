@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import array
 import math
+import re
 
 import numpy as np
 from geometry_msgs.msg import Accel, Wrench
@@ -101,6 +102,25 @@ def _state(rt, names, position, velocity, third, third_field):
     return idx, q, v, x
 
 
+# rbd_ros.core names its arguments q, v, a, tau, f_ext; the requests call them so
+_REQUEST_FIELDS = {"q": "position", "v": "velocity", "a": "acceleration", "tau": "effort",
+                   "f_ext": "wrenches"}
+_CORE_ARG = re.compile(r"(q|v|a|tau|f_ext)\b")
+
+
+def _request_error(e: Exception) -> str:
+    """An error in the request's terms: a core ValueError's leading argument name
+    (``tau: the result is not finite ...``) becomes the request field it came from
+    (``effort: ...``), a batch row the trajectory point."""
+    text = str(e)
+    m = None if isinstance(e, BadRequest) else _CORE_ARG.match(text)
+    if m is None:
+        return text
+    arg, field = m.group(1), _REQUEST_FIELDS[m.group(1)]
+    rest = text[m.end():].replace(f"the {arg} values", f"the {field} values")
+    return field + rest.replace("(batch row ", "(trajectory point ")
+
+
 def _overflow(q, v, x, x_field: str) -> str:
     """Why finite inputs gave a non-finite result: their size (float64 overflow).  A
     singular inertia matrix is reported by rbd_ros.core itself, with its own message."""
@@ -142,7 +162,7 @@ def inverse_dynamics(rt, req, resp):
         if getattr(req, "include_friction", False):
             tau += rbd.friction(rt.model, v, friction_eps(rt))
     except (BadRequest, ValueError) as e:
-        return _fail(resp, str(e))
+        return _fail(resp, _request_error(e))
     out = np.ascontiguousarray(tau[rt.dof_v[idx]])
     if not np.isfinite(tau).all():
         return _fail(resp, "the computed efforts are not finite: " + _overflow(q, v, a, "acceleration"))
@@ -196,7 +216,7 @@ def forward_dynamics(rt, req, resp):
             tau[0:6] = _wrench6(req.base_wrench, "base_wrench")
         qdd = rbd.forward_dynamics(rt.model, q, v, tau, f_ext=f_ext, f_ext_frame=frame)
     except (BadRequest, ValueError) as e:
-        return _fail(resp, str(e))
+        return _fail(resp, _request_error(e))
     if not np.isfinite(qdd).all():
         return _fail(resp, "the computed accelerations are not finite: " + _overflow(q, v, tau, "effort"))
     resp.name = list(req.name)
@@ -317,7 +337,7 @@ def _trajectory(rt, req, resp, fn, third: str, result: str, what: str, base_in, 
         if extra is not None:
             res += extra
     except (BadRequest, ValueError) as e:
-        return _fail(resp, str(e))
+        return _fail(resp, _request_error(e))
     out = np.ascontiguousarray(res[:, rt.dof_v[idx]])
     bad = np.argwhere(~np.isfinite(out))
     if bad.size:
