@@ -59,7 +59,7 @@ def _steps():
         e = np.zeros(0, dtype=np.int64)
         _merge_k(np.zeros(1), np.zeros(1), True, e, e, e, e, q.copy(), z.copy(), np.zeros(n), 0.0)
 
-    H = rbd.crba(model, q)
+    H = 2.0 * np.eye(model.nv)  # any SPD matrix (no crba here: it is a step of its own)
     return [
         ("compensation_into", lambda: rbd.compensation_into(model, q, z, dofs, np.empty(n), np.empty(n),
                                                             np.empty(n * n))),
@@ -68,7 +68,8 @@ def _steps():
         ("forward_dynamics", lambda: rbd.forward_dynamics(model, q, z, z)),
         ("rnea f_ext", lambda: rbd.rnea(model, q, z, z, f_ext=fe, f_ext_frame="world")),
         ("forward_dynamics f_ext", lambda: rbd.forward_dynamics(model, q, z, z, f_ext=fe)),
-        ("gravity, bias, crba", lambda: (rbd.gravity(model, q), rbd.bias(model, q, z), rbd.crba(model, q))),
+        ("crba", lambda: rbd.crba(model, q)),
+        ("gravity, bias", lambda: (rbd.gravity(model, q), rbd.bias(model, q, z))),
         ("aba", lambda: rbd.aba(model, q, z, z)),
         ("aba f_ext", lambda: rbd.aba(model, q, z, z, f_ext=fe)),
         ("coriolis_matrix", lambda: rbd.coriolis_matrix(model, q, z)),
@@ -81,9 +82,9 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def run_part(part: int, jobs: int, quiet: bool) -> None:
+def run_part(part: int, jobs: int, quiet: bool, only=None) -> None:
     for k, (name, fn) in enumerate(_steps()):
-        if k % jobs != part:
+        if (only is not None and name not in only) or (only is None and k % jobs != part):
             continue
         c, t = _cpu(), time.perf_counter()
         fn()
@@ -96,11 +97,16 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                     help="processes to compile in (default: min(2, cores))")
     ap.add_argument("--quiet", action="store_true", help="print only the total")
+    ap.add_argument("--step", action="append", default=None,
+                    help="compile only this step (repeatable; the names it prints), in this process")
     ap.add_argument("--part", type=int, default=None, help=argparse.SUPPRESS)  # a child's share
     a = ap.parse_args(argv)
     import warnings
     warnings.filterwarnings("ignore", message="Cannot cache compiled function")
     jobs = max(1, a.jobs)
+    if a.step:
+        run_part(0, 1, a.quiet, only=set(a.step))
+        return 0
     if a.part is not None:
         run_part(a.part, jobs, a.quiet)
         return 0

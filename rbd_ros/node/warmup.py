@@ -7,7 +7,9 @@ cache is empty and compiling everything takes minutes of CPU, so the work is spl
 
 * ``warm_control_path`` (the node process, before the first torque): only what the
   torque topics use -- ``compensation_into`` (g, b, H in one call), ``rnea`` (computed
-  torque) and the joint-state merge kernel.  A few seconds from an empty cache.
+  torque) and the joint-state merge kernel.  From an empty cache a second process
+  compiles CRBA into the disk cache meanwhile (the other core), so the node's own
+  compile is about RNEA's alone.
 * ``warm_services`` (the service worker, a process of its own, so on the other core
   and while the node already publishes): inverse and forward dynamics, single, batch
   and with external wrenches.  Also finds out whether forward dynamics is available
@@ -19,6 +21,9 @@ time, e.g. right after an install).
 """
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -81,16 +86,37 @@ def service_kernels():
             fd.forward_dynamics_fext_k, fd.forward_dynamics_batch_k)
 
 
+def _compile_crba_elsewhere():
+    """From a cold cache, compile CRBA in a second process (the other core) into numba's
+    disk cache while this one compiles RNEA: ``compensation_into`` needs both, and numba
+    loads a callee from the disk cache when it is there.  None if it cannot start."""
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    try:
+        return subprocess.Popen([sys.executable, "-m", "rbd_ros.core.precompile", "--quiet", "--step", "crba"],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env)
+    except OSError:
+        return None
+
+
 def warm_control_path(rt, log=None) -> None:
     """Compile and run once what the node's torque topics use (see the module docstring)."""
     from rbd_ros.node.runtime import _merge_k
     t0, was_cold = _announce("control-path", control_path_kernels(), CONTROL_PATH_CPU_S, log)
+    helper = _compile_crba_elsewhere() if was_cold else None
     model = rt.model
     q = np.array(model.neutral(), dtype=np.float64)
     z = np.zeros(model.nv)
+    rbd.rnea(model, q, z, z)        # compiles rnea_into, meanwhile the helper compiles crba_into
+    if helper is not None:
+        try:
+            helper.wait(timeout=300)
+        except subprocess.TimeoutExpired:  # compile it here then (no harm done)
+            helper.kill()
+            helper.wait()
     rbd.compensation_into(model, q, z, rt.out_v, np.empty(rt.nout), np.empty(rt.nout),
                           np.empty(rt.nout * rt.nout))
-    rbd.rnea(model, q, z, z)
     rbd.friction(model, z)
     # the merge kernel with the argument types Runtime.update gives it (nothing merged)
     none = np.zeros(0, dtype=np.int64)
