@@ -30,10 +30,10 @@ import numpy as np
 
 import rbd_ros.core as rbd
 
-# first-start compile cost measured on the 2-core development machine (CPU seconds,
-# bench/compile_time.py); quoted in the log line so that a user knows what to expect
-CONTROL_PATH_CPU_S = 10
-SERVICES_CPU_S = 40
+# first-start compile time measured on the 2-core development machine (bench/first_start.py,
+# seconds after the node started); quoted in the log line so that a user knows what to expect
+CONTROL_PATH_S = 15
+SERVICES_S = 25
 
 
 def _log(log, text: str) -> None:
@@ -61,14 +61,14 @@ def cold(dispatchers) -> bool:
     return any(not d.signatures and not _cached(d) for d in dispatchers)
 
 
-def _announce(what: str, dispatchers, cpu_s: int, log):
+def _announce(what: str, dispatchers, seconds: int, log):
     """Log the first-start line if the kernels must be compiled; returns (start time,
     cold)."""
     is_cold = cold(dispatchers)
     if is_cold:
         _log(log, f"compiling the {what} kernels (numba) on first start: the compiled-code "
                   f"cache is empty or out of date (a fresh install or an upgrade); this usually "
-                  f"takes ~{cpu_s} s of CPU, once -- later starts load them in ~1 s "
+                  f"takes ~{seconds} s, once -- later starts load them in ~1 s "
                   f"(`rbd_precompile` compiles everything ahead of time)")
     return time.perf_counter(), is_cold
 
@@ -81,9 +81,10 @@ def control_path_kernels():
 
 
 def service_kernels():
+    """The cacheable ones: the parallel batch kernels are compiled at every start (numba
+    cannot cache them; ~5 s), so they say nothing about the cache."""
     from rbd_ros.core.algorithms import forward_dynamics as fd, rnea
-    return (rnea.rnea_k, rnea.rnea_fext_k, rnea.rnea_batch_k, fd.forward_dynamics_k,
-            fd.forward_dynamics_fext_k, fd.forward_dynamics_batch_k)
+    return (rnea.rnea_k, rnea.rnea_fext_k, fd.forward_dynamics_k, fd.forward_dynamics_fext_k)
 
 
 def _compile_crba_elsewhere():
@@ -103,7 +104,7 @@ def _compile_crba_elsewhere():
 def warm_control_path(rt, log=None) -> None:
     """Compile and run once what the node's torque topics use (see the module docstring)."""
     from rbd_ros.node.runtime import _merge_k
-    t0, was_cold = _announce("control-path", control_path_kernels(), CONTROL_PATH_CPU_S, log)
+    t0, was_cold = _announce("control-path", control_path_kernels(), CONTROL_PATH_S, log)
     helper = _compile_crba_elsewhere() if was_cold else None
     model = rt.model
     q = np.array(model.neutral(), dtype=np.float64)
@@ -129,7 +130,7 @@ def warm_control_path(rt, log=None) -> None:
 def warm_services(rt, log=None) -> None:
     """Compile and run once what the services use; sets ``rt.fd_error`` (None, or why
     forward dynamics is not available for this model)."""
-    t0, was_cold = _announce("service", service_kernels(), SERVICES_CPU_S, log)
+    t0, was_cold = _announce("service", service_kernels(), SERVICES_S, log)
     model = rt.model
     q = np.array(model.neutral(), dtype=np.float64)
     z = np.zeros(model.nv)
