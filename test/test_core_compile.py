@@ -64,7 +64,7 @@ def test_precompile_runs_every_step_in_two_processes():
                          capture_output=True, text=True, env=env, timeout=900)
     assert res.returncode == 0, res.stderr
     from rbd_ros.core.precompile import _steps
-    names = [n for n, _ in _steps()]
+    names = [n for n, _, _ in _steps()]
     reported = [line[2:28].rstrip() for line in res.stdout.splitlines() if line.startswith("  ")]
     assert sorted(reported) == sorted(names), res.stdout  # each step once, by one of the two processes
     assert "kernels compiled into numba's cache" in res.stdout

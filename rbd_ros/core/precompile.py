@@ -8,7 +8,8 @@ an install (``scripts/venv.sh`` and CI do) so that the first ``ros2 launch``, te
 run or script starts warm instead of compiling for a minute or two.  The kernels do
 not depend on the robot (a model is an array of numbers), so one small built-in
 model covers every robot.  With ``--jobs 2`` (default: up to 2, one per core) the
-kernels are split between processes.
+kernels are split between two processes: the forward dynamics family (FD, ABA) and
+the rest.
 
 The parallel batch kernels (``rnea`` etc. on an (N, nv) batch) cannot be cached by
 numba (``parallel=True``); they are compiled on their first use in each process.
@@ -39,8 +40,8 @@ _URDF = """<robot name="precompile">
 
 
 def _steps():
-    """(name, function) pairs: one call of every public function, in order of need
-    (the node's control path first).  Split by index between the jobs."""
+    """(name, function, group): one call of every public function, in order of need
+    (the node's control path first)."""
     import numpy as np
 
     import rbd_ros.core as rbd
@@ -60,20 +61,23 @@ def _steps():
         _merge_k(np.zeros(1), np.zeros(1), True, e, e, e, e, q.copy(), z.copy(), np.zeros(n), 0.0)
 
     H = 2.0 * np.eye(model.nv)  # any SPD matrix (no crba here: it is a step of its own)
+    # (name, call, group): with two jobs, group 1 (the forward dynamics family, which
+    # also compiles RNEA and CRBA as its callees) runs beside group 0; shared callees
+    # are compiled in both then, but a split by step would share far more of them
     return [
         ("compensation_into", lambda: rbd.compensation_into(model, q, z, dofs, np.empty(n), np.empty(n),
-                                                            np.empty(n * n))),
-        ("rnea", lambda: rbd.rnea(model, q, z, z)),
-        ("node merge kernel", merge),
-        ("forward_dynamics", lambda: rbd.forward_dynamics(model, q, z, z)),
-        ("rnea f_ext", lambda: rbd.rnea(model, q, z, z, f_ext=fe, f_ext_frame="world")),
-        ("forward_dynamics f_ext", lambda: rbd.forward_dynamics(model, q, z, z, f_ext=fe)),
-        ("crba", lambda: rbd.crba(model, q)),
-        ("gravity, bias", lambda: (rbd.gravity(model, q), rbd.bias(model, q, z))),
-        ("aba", lambda: rbd.aba(model, q, z, z)),
-        ("aba f_ext", lambda: rbd.aba(model, q, z, z, f_ext=fe)),
-        ("coriolis_matrix", lambda: rbd.coriolis_matrix(model, q, z)),
-        ("ltdl, ltdl_solve", lambda: rbd.ltdl_solve(model, rbd.ltdl(model, H), z)),
+                                                            np.empty(n * n)), 0),
+        ("rnea", lambda: rbd.rnea(model, q, z, z), 0),
+        ("node merge kernel", merge, 0),
+        ("crba", lambda: rbd.crba(model, q), 0),
+        ("gravity, bias", lambda: (rbd.gravity(model, q), rbd.bias(model, q, z)), 0),
+        ("rnea f_ext", lambda: rbd.rnea(model, q, z, z, f_ext=fe, f_ext_frame="world"), 0),
+        ("coriolis_matrix", lambda: rbd.coriolis_matrix(model, q, z), 0),
+        ("ltdl, ltdl_solve", lambda: rbd.ltdl_solve(model, rbd.ltdl(model, H), z), 0),
+        ("forward_dynamics", lambda: rbd.forward_dynamics(model, q, z, z), 1),
+        ("forward_dynamics f_ext", lambda: rbd.forward_dynamics(model, q, z, z, f_ext=fe), 1),
+        ("aba", lambda: rbd.aba(model, q, z, z), 1),
+        ("aba f_ext", lambda: rbd.aba(model, q, z, z, f_ext=fe), 1),
     ]
 
 
@@ -83,8 +87,8 @@ def _cpu() -> float:
 
 
 def run_part(part: int, jobs: int, quiet: bool, only=None) -> None:
-    for k, (name, fn) in enumerate(_steps()):
-        if (only is not None and name not in only) or (only is None and k % jobs != part):
+    for name, fn, group in _steps():
+        if (only is not None and name not in only) or (only is None and group % jobs != part):
             continue
         c, t = _cpu(), time.perf_counter()
         fn()
@@ -95,7 +99,7 @@ def run_part(part: int, jobs: int, quiet: bool, only=None) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="rbd_precompile", description=__doc__.split("\n")[0])
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
-                    help="processes to compile in (default: min(2, cores))")
+                    help="processes to compile in, 1 or 2 (default: min(2, cores))")
     ap.add_argument("--quiet", action="store_true", help="print only the total")
     ap.add_argument("--step", action="append", default=None,
                     help="compile only this step (repeatable; the names it prints), in this process")
@@ -103,7 +107,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     import warnings
     warnings.filterwarnings("ignore", message="Cannot cache compiled function")
-    jobs = max(1, a.jobs)
+    jobs = max(1, min(2, a.jobs))  # two groups of kernels (_steps)
     if a.step:
         run_part(0, 1, a.quiet, only=set(a.step))
         return 0
