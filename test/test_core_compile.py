@@ -17,11 +17,12 @@ ALGORITHMS = os.path.join(ROOT, "rbd_ros", "core", "algorithms")
 
 
 def bool_constant_arguments(source: str):
-    """(line, call) of every call that passes a literal True/False (positional or keyword)."""
+    """(line, call) of every call that passes a literal True/False positionally (the
+    kernels call each other positionally; ``dict(JIT, parallel=True)`` is not a kernel)."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Call):
-            args = list(node.args) + [k.value for k in node.keywords]
+            args = node.args
             if any(isinstance(a, ast.Constant) and isinstance(a.value, bool) for a in args):
                 found.append((node.lineno, ast.unparse(node.func)))
     return found
