@@ -72,6 +72,7 @@ setup(
     entry_points={
         "console_scripts": [
             "dynamics_node = rbd_ros.node.main:main",
+            "rbd_precompile = rbd_ros.core.precompile:main",
             "rbd_dynamics = rbd_ros.cli:main",
             "sim_driver = rbd_ros.sim.driver:main",
         ],

@@ -6,7 +6,9 @@ Runs in a child process with an empty NUMBA_CACHE_DIR (a fresh install) and time
 first call of each function in the order the node needs them (control path first),
 then the same calls again (cached in memory: the per-call cost, for scale).  With
 --warm the child reuses one cache directory for a second run, to show what a cached
-start costs.  Prints one line per function and the total.
+start costs.  Prints one line per function (wall and CPU seconds of the first call)
+and the totals.  CPU time (``getrusage``: user + system, all threads of the child) is
+the number to compare: on a shared machine the wall time mostly measures the load.
 """
 import argparse
 import json
@@ -17,7 +19,10 @@ import tempfile
 import time
 
 CHILD = r"""
-import json, sys, time
+import json, resource, sys, time
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 t0 = time.perf_counter()
 import numpy as np
 import rbd_ros.core as rbd
@@ -31,6 +36,7 @@ Q, Z = np.tile(q, (2, 1)), np.zeros((2, model.nv))
 fe = np.zeros((len(model.link_names), 6))
 steps = [
     ("compensation_into (control path)", lambda: rbd.compensation_into(model, q, z, dofs, g, b, H)),
+    ("friction", lambda: rbd.friction(model, z)),
     ("gravity", lambda: rbd.gravity(model, q)),
     ("bias", lambda: rbd.bias(model, q, z)),
     ("crba", lambda: rbd.crba(model, q)),
@@ -45,11 +51,12 @@ steps = [
     ("crba batch", lambda: rbd.crba(model, Q)),
     ("aba batch", lambda: rbd.aba(model, Q, Z, Z)),
 ]
-out = {"import": t_import, "steps": []}
+out = {"import": t_import, "import_cpu": cpu(), "steps": []}
 for name, fn in steps:
-    t = time.perf_counter(); fn(); first = time.perf_counter() - t
+    c = cpu(); t = time.perf_counter(); fn(); first = time.perf_counter() - t; first_cpu = cpu() - c
     t = time.perf_counter(); fn(); again = time.perf_counter() - t
-    out["steps"].append((name, first, again))
+    out["steps"].append((name, first, first_cpu, again))
+out["cpu"] = cpu()
 print(json.dumps(out))
 """
 
@@ -64,12 +71,15 @@ def run(robot, cache_dir):
 
 
 def show(title, data, wall):
-    print(f"\n{title}: process wall {wall:.1f} s (import {data['import']:.2f} s)")
-    total = 0.0
-    for name, first, again in data["steps"]:
+    print(f"\n{title}: process wall {wall:.1f} s, CPU {data['cpu']:.1f} s "
+          f"(import {data['import']:.2f} s wall, {data['import_cpu']:.2f} s CPU)")
+    total = total_cpu = 0.0
+    for name, first, first_cpu, again in data["steps"]:
         total += first
-        print(f"  {name:34s} first call {first:7.2f} s   again {again * 1e6:8.1f} us")
-    print(f"  {'sum of first calls':34s} {total:7.2f} s")
+        total_cpu += first_cpu
+        print(f"  {name:34s} first call {first:7.2f} s wall {first_cpu:7.2f} s CPU   "
+              f"again {again * 1e6:8.1f} us")
+    print(f"  {'sum of first calls':34s} {total:7.2f} s wall {total_cpu:7.2f} s CPU")
 
 
 def main():

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create (or reuse) the project venv at $RBD_VENV (default: .venv) with the core,
 # the test oracle (Pinocchio + example-robot-data), the ROS 2 Jazzy wheels from
-# PyPI and the build tools for rbd_ros_interfaces; then build the interfaces into it.
+# PyPI and the build tools for rbd_ros_interfaces; then build the interfaces into it
+# and precompile the numba kernels (rbd_precompile).
 # Idempotent: a second run only re-checks.  Prints the venv path last.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,4 +20,7 @@ fi
 if [ -d "$root/rbd_ros_interfaces" ]; then
   bash "$root/scripts/build_interfaces.sh" "$venv"
 fi
+# compile the numba kernels into their cache now, so that the first test run or
+# node start does not (a minute or two of CPU from an empty cache; ~1 s when warm)
+"$venv/bin/python" -m rbd_ros.core.precompile --quiet >&2
 echo "$venv"

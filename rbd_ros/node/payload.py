@@ -222,14 +222,14 @@ def payloads_text(model) -> str:
 
 # ----------------------------------------------------------------------------- building
 
-def _finish(model, joints, source, options, warm: bool = True) -> "rtm.Runtime":
+def _finish(model, joints, source, options, warm: bool = True, services: bool = False) -> "rtm.Runtime":
     """The Runtime; ``warm``: run every kernel once (Runtime.warm_up), else only find out
     whether forward dynamics works (a payload change: the kernels are compiled already,
     and warm_up's per-model caches cost ~20 ms for a humanoid)."""
     rt = rtm.Runtime(model, joints, source)
     rt.options = options
     if warm:
-        rt.warm_up()
+        rt.warm_up(services)
     else:
         q = np.array(model.neutral(), dtype=np.float64)
         z = np.zeros(model.nv)
@@ -243,8 +243,10 @@ def _finish(model, joints, source, options, warm: bool = True) -> "rtm.Runtime":
 
 def build_runtime(urdf_text: str, *, floating_base: bool, mimic: bool, gravity, joints,
                   source: str, armature=None, payloads: dict | None = None,
-                  friction_velocity_eps: float = DEFAULT_FRICTION_VELOCITY_EPS):
-    """``runtime.build_runtime`` plus armature and payloads.
+                  friction_velocity_eps: float = DEFAULT_FRICTION_VELOCITY_EPS,
+                  services: bool = False):
+    """``runtime.build_runtime`` plus armature and payloads (``services``: warm up the
+    service kernels, in the worker process, instead of the control path's).
 
     ``armature``: {DOF name: value}, or the ``armature`` parameter (a list in ``joints``
     order, see ``armature_by_name``); ``payloads``: link -> Payload.  A payload never
@@ -282,7 +284,7 @@ def build_runtime(urdf_text: str, *, floating_base: bool, mimic: bool, gravity, 
                "armature": by_name, "payloads": kept,
                "friction_velocity_eps": float(friction_velocity_eps),
                "dropped_payloads": dropped}
-    return _finish(model, joints, source, options)
+    return _finish(model, joints, source, options, services=services)
 
 
 def with_payloads(rt, payloads: dict):

@@ -303,48 +303,29 @@ class Runtime:
         rbd.compensation_into(self.model, self.q, self.v, self.out_v, self.g,
                               self.b if bias else None, self.h if inertia else None)
 
-    def warm_up(self) -> None:
-        """Run every kernel once (numba compilation happens here, not on the first message).
+    def warm_up(self, services: bool = False) -> None:
+        """Compile (numba) and run once the kernels this process needs, so that no
+        message pays a compile: the control path's in the node, the services' (which
+        also sets ``fd_error``) in the service worker.  See ``warmup``.
 
         Forward dynamics needs a non-singular H; a model whose H is singular (a link
         without ``<inertial>`` moved by a joint: a massless leaf) still has g, b, H and
         inverse dynamics.  Its forward dynamics failure is kept in ``fd_error`` (the
         services then refuse forward dynamics requests one by one) instead of refusing
         the model."""
-        model = self.model
-        q = np.array(model.neutral(), dtype=np.float64)
-        z = np.zeros(model.nv)
-        rbd.gravity(model, q)
-        rbd.bias(model, q, z)
-        rbd.crba(model, q)
-        rbd.compensation_into(model, q, z, self.out_v, np.empty(self.nout), np.empty(self.nout),
-                              np.empty(self.nout * self.nout))
-        rbd.rnea(model, q, z, z)
-        qb, zb = np.tile(q, (2, 1)), np.zeros((2, model.nv))
-        rbd.rnea(model, qb, zb, zb)
-        fe = np.zeros((len(model.link_names), 6))
-        rbd.rnea(model, q, z, z, f_ext=fe, f_ext_frame="world")
-        self.law.warm_up()
-        self.fd_error = None
-        for args, kw in (((q, z, z), {}), ((qb, zb, zb), {}),
-                         ((q, z, z), {"f_ext": fe, "f_ext_frame": "local"})):
-            try:
-                rbd.forward_dynamics(model, *args, **kw)
-            except ValueError as e:  # singular H at the neutral pose
-                self.fd_error = str(e)
+        from rbd_ros.node import warmup
+        if services:
+            warmup.warm_services(self)
+        else:
+            warmup.warm_control_path(self)
+            self.law.warm_up()      # the effort command's kernels (command.py)
 
 
 def build_runtime(urdf_text: str, *, floating_base: bool, mimic: bool, gravity, joints,
-                  source: str) -> Runtime:
-    """Parse a URDF and build a Runtime (raises rbd.ModelError / ValueError on bad input)."""
-    if "<" not in urdf_text:
-        raise rbd.ModelError(f"the robot description is not URDF XML (starts with "
-                             f"{urdf_text[:40]!r})")
-    g = [float(x) for x in gravity]
-    if len(g) != 3 or not all(math.isfinite(x) for x in g):
-        raise rbd.ModelError(f"parameter gravity: expected 3 finite numbers, got {list(gravity)}")
-    model = rbd.Model.from_urdf(urdf_text, floating_base=floating_base, mimic=mimic, gravity=tuple(g))
-    rt = Runtime(model, joints, source)
-    rt.options = {"floating_base": bool(floating_base), "mimic": bool(mimic), "gravity": g}
-    rt.warm_up()
-    return rt
+                  source: str, services: bool = False) -> Runtime:
+    """Parse a URDF and build a warmed-up Runtime (raises rbd.ModelError / ValueError on
+    bad input): ``payload.build_runtime`` with neither armature nor payloads."""
+    from rbd_ros.node import payload  # payload.py builds on this module
+    return payload.build_runtime(urdf_text, floating_base=floating_base, mimic=mimic,
+                                 gravity=gravity, joints=joints, source=source,
+                                 services=services)

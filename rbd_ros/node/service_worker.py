@@ -57,12 +57,15 @@ def main(argv=None):
 
     def load(line):
         try:
-            rt = pl.build_runtime(joints=(), **protocol.parse_model_command(line))
+            rt = pl.build_runtime(joints=(), services=True, **protocol.parse_model_command(line))
         except Exception as e:  # the parent validated it; report, keep the old model
             log.error(f"service worker could not build the model: {e}")
             _report(protocol.event_model(False, error=str(e)))
             return
         state["runtime"] = rt
+        if rt.fd_error:  # found by the services' warm-up, here (the node does not run FD)
+            log.warning(f"model {rt.model.name!r}: forward dynamics is not available ({rt.fd_error}); "
+                        "the forward dynamics services will refuse requests, everything else works")
         _report(protocol.event_model(True, name=rt.model.name, dof=rt.ndof))
 
     stop = threading.Event()

@@ -296,7 +296,7 @@ def _aba_sweeps(md, ws, q, v, tau, fext, fext_world, out):
 
     if not _articulated_inertias(md, ws, oS, oA):
         return SINGULAR
-    if not _force_and_accel_sweeps(md, ws, oR, oW, oS, oA, t, tau_full, True, qdd_full):
+    if not _force_and_accel_sweeps(md, ws, oR, oW, oS, oA, t, tau_full, bool(1), qdd_full):
         return SINGULAR
 
     if nmim > 0:
@@ -314,7 +314,7 @@ def _aba_sweeps(md, ws, q, v, tau, fext, fext_world, out):
                 for k in range(6):
                     ws[b + PA_ + k] = 0.0
                     ws[b + C_ + k] = 0.0
-            if not _force_and_accel_sweeps(md, ws, oR, oW, oS, oA, t, rhs, False,
+            if not _force_and_accel_sweeps(md, ws, oR, oW, oS, oA, t, rhs, bool(0),
                                            ws[oY + c * nvf:oY + (c + 1) * nvf]):
                 return SINGULAR
         # K = J Y (symmetric positive definite), rhs = -J qdd_0
@@ -375,7 +375,7 @@ def _cholesky_solve(K, x):
 
 @njit(**JIT)
 def aba_k(md, ws, q, v, tau, out):
-    return aba_into(md, ws, q, v, tau, ws[:0].reshape((0, 6)), False, out)
+    return aba_into(md, ws, q, v, tau, ws[:0].reshape((0, 6)), bool(0), out)  # plain boolean: see rnea.py
 
 
 @njit(**JIT)

@@ -37,13 +37,13 @@ def compensation_k(md, ws, q, v, dofs, want_b, want_h, g_out, b_out, h_out):
             return BAD_DOFS
     tmp = np.empty(nv)
     nofext = ws[:0].reshape((0, 6))
-    st = rnea_into(md, ws, q, q, q, nofext, False, False, False, tmp)
+    st = rnea_into(md, ws, q, q, q, nofext, bool(0), bool(0), bool(0), tmp)  # plain booleans: see rnea.py
     if st != OK:
         return st
     if not gather_finite(tmp, dofs, g_out):
         return BAD_RESULT
     if want_b:
-        st = rnea_into(md, ws, q, v, v, nofext, False, True, False, tmp)
+        st = rnea_into(md, ws, q, v, v, nofext, bool(0), bool(1), bool(0), tmp)
         if st != OK:
             return st
         if not gather_finite(tmp, dofs, b_out):

@@ -102,7 +102,7 @@ def coriolis_into(md, ws, q, v, C):
                     s -= ws[cm + 6 * k + r] * ws[I6 + 6 * k + col] + ws[I6 + 6 * r + k] * ws[cm + 6 * k + col]
                 ws[c + BC_ + 6 * r + col] = 0.5 * s
         # (h x̄) with h = I V = [n; f]:  [[-[n]x, -[f]x], [-[f]x, 0]]
-        _mat6_mul_vec(ws, I6, ws, x + V_, False, ws, t)
+        _mat6_mul_vec(ws, I6, ws, x + V_, bool(0), ws, t)
         n0, n1, n2 = ws[t], ws[t + 1], ws[t + 2]
         f0, f1, f2 = ws[t + 3], ws[t + 4], ws[t + 5]
         Bc = c + BC_
@@ -131,12 +131,12 @@ def coriolis_into(md, ws, q, v, C):
         for col in range(ncols(md, o)):
             S = c + SW_ + 6 * col
             Sd = c + SD_ + 6 * col
-            _mat6_mul_vec(ws, c + IC_, ws, Sd, False, ws, f1)
-            _mat6_mul_vec(ws, c + BC_, ws, S, False, ws, tmp)
+            _mat6_mul_vec(ws, c + IC_, ws, Sd, bool(0), ws, f1)
+            _mat6_mul_vec(ws, c + BC_, ws, S, bool(0), ws, tmp)
             for k in range(6):
                 ws[f1 + k] += ws[tmp + k]
-            _mat6_mul_vec(ws, c + IC_, ws, S, False, ws, f2)
-            _mat6_mul_vec(ws, c + BC_, ws, S, True, ws, f3)
+            _mat6_mul_vec(ws, c + IC_, ws, S, bool(0), ws, f2)
+            _mat6_mul_vec(ws, c + BC_, ws, S, bool(1), ws, f3)
             di = dof(md, o, col)
             for c2 in range(ncols(md, o)):
                 C[dof(md, o, c2), di] += mi * mi * _dot6(ws, c + SW_ + 6 * c2, ws, f1)

@@ -23,7 +23,7 @@ from .rnea import rnea_into
 def forward_dynamics_into(md, ws, q, v, tau, fext, fext_world, out):
     if not all_finite(tau):
         return BAD_A
-    st = rnea_into(md, ws, q, v, v, fext, fext_world, True, False, out)
+    st = rnea_into(md, ws, q, v, v, fext, fext_world, bool(1), bool(0), out)  # plain booleans: see rnea.py
     if st != OK:
         return st
     if not all_finite(out):
@@ -49,7 +49,7 @@ def forward_dynamics_into(md, ws, q, v, tau, fext, fext_world, out):
 
 @njit(**JIT)
 def forward_dynamics_k(md, ws, q, v, tau, out):
-    return forward_dynamics_into(md, ws, q, v, tau, ws[:0].reshape((0, 6)), False, out)
+    return forward_dynamics_into(md, ws, q, v, tau, ws[:0].reshape((0, 6)), bool(0), out)
 
 
 @njit(**JIT)

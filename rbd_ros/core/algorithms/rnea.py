@@ -220,25 +220,31 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
 
 
 # ---- entry points (few arguments: the call overhead is part of the budget)
+#
+# The flags are passed as ``bool(0)`` / ``bool(1)``, not ``False`` / ``True``: numba
+# types a constant as ``Literal[bool]`` and would compile a separate copy of the
+# whole RNEA body for every combination of constant flags (gravity, bias, rnea,
+# compensation, forward dynamics: five copies); ``bool(c)`` is a plain ``boolean``,
+# so every caller shares one compiled ``rnea_into`` (LLVM still sees the constant).
 
 @njit(**JIT)
 def rnea_k(md, ws, q, v, a, out):
-    return finite_result(rnea_into(md, ws, q, v, a, ws[:0].reshape((0, 6)), False, True, True, out), out)
+    return finite_result(rnea_into(md, ws, q, v, a, ws[:0].reshape((0, 6)), bool(0), bool(1), bool(1), out), out)
 
 
 @njit(**JIT)
 def rnea_fext_k(md, ws, q, v, a, fext, fext_world, out):
-    return finite_result(rnea_into(md, ws, q, v, a, fext, fext_world, True, True, out), out)
+    return finite_result(rnea_into(md, ws, q, v, a, fext, fext_world, bool(1), bool(1), out), out)
 
 
 @njit(**JIT)
 def gravity_k(md, ws, q, out):
-    return finite_result(rnea_into(md, ws, q, q, q, ws[:0].reshape((0, 6)), False, False, False, out), out)
+    return finite_result(rnea_into(md, ws, q, q, q, ws[:0].reshape((0, 6)), bool(0), bool(0), bool(0), out), out)
 
 
 @njit(**JIT)
 def bias_k(md, ws, q, v, out):
-    return finite_result(rnea_into(md, ws, q, v, v, ws[:0].reshape((0, 6)), False, True, False, out), out)
+    return finite_result(rnea_into(md, ws, q, v, v, ws[:0].reshape((0, 6)), bool(0), bool(1), bool(0), out), out)
 
 
 @njit(**dict(JIT, parallel=True))

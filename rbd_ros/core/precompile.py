@@ -1,0 +1,131 @@
+"""Compile every kernel ahead of time into numba's on-disk cache.
+
+    python -m rbd_ros.core.precompile [--jobs 2] [--quiet]      (console script: rbd_precompile)
+
+numba compiles each kernel on its first call and caches the machine code
+(``__pycache__`` next to the sources, or ``NUMBA_CACHE_DIR``).  Run this once after
+an install (``scripts/venv.sh`` and CI do) so that the first ``ros2 launch``, test
+run or script starts warm instead of compiling for a minute or two.  The kernels do
+not depend on the robot (a model is an array of numbers), so one small built-in
+model covers every robot.  With ``--jobs 2`` (default: up to 2, one per core) the
+kernels are split between two processes: the forward dynamics family (FD, ABA) and
+the rest.
+
+The parallel batch kernels (``rnea`` etc. on an (N, nv) batch) cannot be cached by
+numba (``parallel=True``); they are compiled on their first use in each process.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+
+# a 3-body tree with one of each joint kind the kernels dispatch on (revolute,
+# prismatic, continuous) and a mimic joint; the compiled code is the same for any model
+_URDF = """<robot name="precompile">
+  <link name="base"/>
+  <link name="a"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="b"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="c"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+  <joint name="j2" type="prismatic"><parent link="a"/><child link="b"/><origin xyz="0.1 0 0"/><axis xyz="1 0 0"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+  <joint name="j3" type="continuous"><parent link="b"/><child link="c"/><origin xyz="0 0.1 0"/><axis xyz="0 1 0"/>
+    <mimic joint="j1" multiplier="0.5"/></joint>
+</robot>"""
+
+
+def _steps():
+    """(name, function, group): one call of every public function, in order of need
+    (the node's control path first)."""
+    import numpy as np
+
+    import rbd_ros.core as rbd
+    model = rbd.Model.from_urdf(_URDF)
+    q, z = model.neutral(), np.zeros(model.nv)
+    dofs = rbd.dof_indices(model)
+    n = len(dofs)
+    fe = np.zeros((len(model.link_names), 6))
+    Q, Z = np.tile(q, (2, 1)), np.zeros((2, model.nv))
+
+    def merge():
+        try:
+            from rbd_ros.node.runtime import _merge_k
+        except ImportError:  # the node's dependencies are not installed: core only
+            return
+        e = np.zeros(0, dtype=np.int64)
+        _merge_k(np.zeros(1), np.zeros(1), True, e, e, e, e, q.copy(), z.copy(), np.zeros(n), 0.0)
+
+    H = 2.0 * np.eye(model.nv)  # any SPD matrix (no crba here: it is a step of its own)
+    # (name, call, group): with two jobs, group 1 (the forward dynamics family, which
+    # also compiles RNEA and CRBA as its callees) runs beside group 0; shared callees
+    # are compiled in both then, but a split by step would share far more of them
+    return [
+        ("compensation_into", lambda: rbd.compensation_into(model, q, z, dofs, np.empty(n), np.empty(n),
+                                                            np.empty(n * n)), 0),
+        ("rnea", lambda: rbd.rnea(model, q, z, z), 0),
+        ("node merge kernel", merge, 0),
+        ("crba", lambda: rbd.crba(model, q), 0),
+        ("gravity, bias", lambda: (rbd.gravity(model, q), rbd.bias(model, q, z)), 0),
+        ("rnea f_ext", lambda: rbd.rnea(model, q, z, z, f_ext=fe, f_ext_frame="world"), 0),
+        ("coriolis_matrix", lambda: rbd.coriolis_matrix(model, q, z), 0),
+        ("ltdl, ltdl_solve", lambda: rbd.ltdl_solve(model, rbd.ltdl(model, H), z), 0),
+        ("forward_dynamics", lambda: rbd.forward_dynamics(model, q, z, z), 1),
+        ("forward_dynamics f_ext", lambda: rbd.forward_dynamics(model, q, z, z, f_ext=fe), 1),
+        ("aba", lambda: rbd.aba(model, q, z, z), 1),
+        ("aba f_ext", lambda: rbd.aba(model, q, z, z, f_ext=fe), 1),
+    ]
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def run_part(part: int, jobs: int, quiet: bool, only=None) -> None:
+    for name, fn, group in _steps():
+        if (only is not None and name not in only) or (only is None and group % jobs != part):
+            continue
+        c, t = _cpu(), time.perf_counter()
+        fn()
+        if not quiet:
+            print(f"  {name:26s} {time.perf_counter() - t:6.1f} s ({_cpu() - c:5.1f} s CPU)", flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="rbd_precompile", description=__doc__.split("\n")[0])
+    ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+                    help="processes to compile in, 1 or 2 (default: min(2, cores))")
+    ap.add_argument("--quiet", action="store_true", help="print only the total")
+    ap.add_argument("--step", action="append", default=None,
+                    help="compile only this step (repeatable; the names it prints), in this process")
+    ap.add_argument("--part", type=int, default=None, help=argparse.SUPPRESS)  # a child's share
+    a = ap.parse_args(argv)
+    import warnings
+    warnings.filterwarnings("ignore", message="Cannot cache compiled function")
+    jobs = max(1, min(2, a.jobs))  # two groups of kernels (_steps)
+    if a.step:
+        run_part(0, 1, a.quiet, only=set(a.step))
+        return 0
+    if a.part is not None:
+        run_part(a.part, jobs, a.quiet)
+        return 0
+    t = time.perf_counter()
+    cmd = [sys.executable, "-m", "rbd_ros.core.precompile", "--jobs", str(jobs)] + (["--quiet"] if a.quiet else [])
+    children = [subprocess.Popen(cmd + ["--part", str(p)]) for p in range(1, jobs)]
+    run_part(0, jobs, a.quiet)
+    bad = [p.wait() for p in children]
+    cpu = _cpu()
+    ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu += ch.ru_utime + ch.ru_stime
+    print(f"rbd_precompile: kernels compiled into numba's cache in {time.perf_counter() - t:.1f} s "
+          f"({cpu:.1f} s CPU, {jobs} process{'es' if jobs > 1 else ''})")
+    return 1 if any(bad) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""Start-up compilation of the numba kernels, split by the process that needs them.
+
+numba compiles each kernel on its first call and keeps the machine code in its
+cache (``__pycache__`` next to the sources, or ``NUMBA_CACHE_DIR``); a start with
+a warm cache loads them in about a second.  On the first start after an install the
+cache is empty and compiling everything takes minutes of CPU, so the work is split:
+
+* ``warm_control_path`` (the node process, before the first torque): only what the
+  torque topics use -- ``compensation_into`` (g, b, H in one call), ``rnea`` (computed
+  torque) and the joint-state merge kernel.  From an empty cache a second process
+  compiles CRBA into the disk cache meanwhile (the other core), so the node's own
+  compile is about RNEA's alone.
+* ``warm_services`` (the service worker, a process of its own, so on the other core
+  and while the node already publishes): inverse and forward dynamics, single, batch
+  and with external wrenches.  Also finds out whether forward dynamics is available
+  for the model (``Runtime.fd_error``: a singular H at the neutral pose).
+
+Both log a line *before* compiling when the cache is cold, saying why the start is
+slow and how long it usually takes (``rbd_precompile`` does the same work ahead of
+time, e.g. right after an install).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import rbd_ros.core as rbd
+
+# first-start compile time measured on the 2-core development machine (bench/first_start.py,
+# seconds after the node started); quoted in the log line so that a user knows what to expect
+CONTROL_PATH_S = 15
+SERVICES_S = 25
+
+
+def _log(log, text: str) -> None:
+    if log is None:
+        try:
+            from rclpy.logging import get_logger
+            log = get_logger("rbd_ros")
+        except Exception:  # pragma: no cover - rclpy missing: plain Python logging
+            import logging
+            log = logging.getLogger("rbd_ros")
+    log.info(text)
+
+
+def _cached(dispatcher) -> bool:
+    """True if numba's on-disk cache has a compiled version of ``dispatcher`` for its
+    current source (the index file exists and its source stamp matches)."""
+    try:
+        return bool(dispatcher._cache._cache_file._load_index())
+    except Exception:
+        return False
+
+
+def cold(dispatchers) -> bool:
+    """True if any of the kernels will be compiled (not in memory, not in the disk cache)."""
+    return any(not d.signatures and not _cached(d) for d in dispatchers)
+
+
+def _announce(what: str, dispatchers, seconds: int, log):
+    """Log the first-start line if the kernels must be compiled; returns (start time,
+    cold)."""
+    is_cold = cold(dispatchers)
+    if is_cold:
+        _log(log, f"compiling the {what} kernels (numba) on first start: the compiled-code "
+                  f"cache is empty or out of date (a fresh install or an upgrade); this usually "
+                  f"takes ~{seconds} s, once -- later starts load them in ~1 s "
+                  f"(`rbd_precompile` compiles everything ahead of time)")
+    return time.perf_counter(), is_cold
+
+
+def control_path_kernels():
+    from rbd_ros.core.algorithms.compensation import compensation_k
+    from rbd_ros.core.algorithms.rnea import rnea_k
+    from rbd_ros.node.runtime import _merge_k
+    return (compensation_k, rnea_k, _merge_k)
+
+
+def service_kernels():
+    """The cacheable ones: the parallel batch kernels are compiled at every start (numba
+    cannot cache them; ~5 s), so they say nothing about the cache."""
+    from rbd_ros.core.algorithms import forward_dynamics as fd, rnea
+    return (rnea.rnea_k, rnea.rnea_fext_k, fd.forward_dynamics_k, fd.forward_dynamics_fext_k)
+
+
+def _compile_crba_elsewhere():
+    """From a cold cache, compile CRBA in a second process (the other core) into numba's
+    disk cache while this one compiles RNEA: ``compensation_into`` needs both, and numba
+    loads a callee from the disk cache when it is there.  None if it cannot start."""
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    try:
+        return subprocess.Popen([sys.executable, "-m", "rbd_ros.core.precompile", "--quiet", "--step", "crba"],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env)
+    except OSError:
+        return None
+
+
+def warm_control_path(rt, log=None) -> None:
+    """Compile and run once what the node's torque topics use (see the module docstring)."""
+    from rbd_ros.node.runtime import _merge_k
+    t0, was_cold = _announce("control-path", control_path_kernels(), CONTROL_PATH_S, log)
+    helper = _compile_crba_elsewhere() if was_cold else None
+    model = rt.model
+    q = np.array(model.neutral(), dtype=np.float64)
+    z = np.zeros(model.nv)
+    rbd.rnea(model, q, z, z)        # compiles rnea_into, meanwhile the helper compiles crba_into
+    if helper is not None:
+        try:
+            helper.wait(timeout=300)
+        except subprocess.TimeoutExpired:  # compile it here then (no harm done)
+            helper.kill()
+            helper.wait()
+    rbd.compensation_into(model, q, z, rt.out_v, np.empty(rt.nout), np.empty(rt.nout),
+                          np.empty(rt.nout * rt.nout))
+    rbd.friction(model, z)
+    # the merge kernel with the argument types Runtime.update gives it (nothing merged)
+    none = np.zeros(0, dtype=np.int64)
+    _merge_k(np.zeros(1), np.zeros(1), True, none, none, none, none, q.copy(), z.copy(),
+             rt.stamp.copy(), 0.0)
+    if was_cold:
+        _log(log, f"control-path kernels ready after {time.perf_counter() - t0:.1f} s")
+
+
+def warm_services(rt, log=None) -> None:
+    """Compile and run once what the services use; sets ``rt.fd_error`` (None, or why
+    forward dynamics is not available for this model)."""
+    t0, was_cold = _announce("service", service_kernels(), SERVICES_S, log)
+    model = rt.model
+    q = np.array(model.neutral(), dtype=np.float64)
+    z = np.zeros(model.nv)
+    qb, zb = np.tile(q, (2, 1)), np.zeros((2, model.nv))
+    fe = np.zeros((len(model.link_names), 6))
+    rbd.rnea(model, q, z, z)
+    rbd.rnea(model, qb, zb, zb)
+    rbd.rnea(model, q, z, z, f_ext=fe, f_ext_frame="world")
+    rt.fd_error = None
+    for args, kw in (((q, z, z), {}), ((qb, zb, zb), {}),
+                     ((q, z, z), {"f_ext": fe, "f_ext_frame": "local"})):
+        try:
+            rbd.forward_dynamics(model, *args, **kw)
+        except ValueError as e:  # singular H at the neutral pose
+            rt.fd_error = str(e)
+    if was_cold:
+        _log(log, f"service kernels ready after {time.perf_counter() - t0:.1f} s")

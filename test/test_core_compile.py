@@ -1,0 +1,71 @@
+"""First-start compile cost: the patterns that multiply numba specialisations stay out,
+the precompile step works, the node's warm-up detects a cold cache.
+
+(The cost itself is measured by bench/compile_time.py and bench/first_start.py.)"""
+import ast
+import glob
+import os
+import subprocess
+import sys
+
+from numba import njit
+
+from rbd_ros.node import warmup
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ALGORITHMS = os.path.join(ROOT, "rbd_ros", "core", "algorithms")
+
+
+def bool_constant_arguments(source: str):
+    """(line, call) of every call that passes a literal True/False positionally (the
+    kernels call each other positionally; ``dict(JIT, parallel=True)`` is not a kernel)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            args = node.args
+            if any(isinstance(a, ast.Constant) and isinstance(a.value, bool) for a in args):
+                found.append((node.lineno, ast.unparse(node.func)))
+    return found
+
+
+def test_detector_finds_a_constant_flag():
+    # the pattern that made numba compile RNEA five times (Literal[bool] per flag combination)
+    assert bool_constant_arguments("rnea_into(md, ws, q, q, q, f, False, False, False, out)") == \
+        [(1, "rnea_into")]
+    assert bool_constant_arguments("rnea_into(md, ws, q, q, q, f, bool(0), bool(0), bool(0), out)") == []
+
+
+def test_kernels_pass_no_constant_flags():
+    """A constant True/False argument is typed Literal[bool] by numba: one more compiled
+    copy of the callee per combination.  The kernels pass bool(0) / bool(1) instead."""
+    files = sorted(glob.glob(os.path.join(ALGORITHMS, "*.py")))
+    assert len(files) >= 8
+    bad = {}
+    for path in files:
+        with open(path) as f:
+            hits = bool_constant_arguments(f.read())
+        if hits:
+            bad[os.path.basename(path)] = hits
+    assert bad == {}
+
+
+def test_warmup_cold_detects_an_uncompiled_kernel():
+    @njit(cache=False)
+    def fresh(x):
+        return x + 1.0
+
+    assert warmup.cold([fresh])
+    fresh(1.0)
+    assert not warmup.cold([fresh])
+
+
+def test_precompile_runs_every_step_in_two_processes():
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    res = subprocess.run([sys.executable, "-m", "rbd_ros.core.precompile", "--jobs", "2"],
+                         capture_output=True, text=True, env=env, timeout=900)
+    assert res.returncode == 0, res.stderr
+    from rbd_ros.core.precompile import _steps
+    names = [n for n, _, _ in _steps()]
+    reported = [line[2:28].rstrip() for line in res.stdout.splitlines() if line.startswith("  ")]
+    assert sorted(reported) == sorted(names), res.stdout  # each step once, by one of the two processes
+    assert "kernels compiled into numba's cache" in res.stdout
