@@ -60,6 +60,13 @@ def _steps():
         e = np.zeros(0, dtype=np.int64)
         _merge_k(np.zeros(1), np.zeros(1), True, e, e, e, e, q.copy(), z.copy(), np.zeros(n), 0.0)
 
+    def command_law():
+        try:
+            from rbd_ros.node.runtime import Runtime
+        except ImportError:  # the node's dependencies are not installed: core only
+            return
+        Runtime(model, (), "precompile").law.warm_up()
+
     H = 2.0 * np.eye(model.nv)  # any SPD matrix (no crba here: it is a step of its own)
     # (name, call, group): with two jobs, group 1 (the forward dynamics family, which
     # also compiles RNEA and CRBA as its callees) runs beside group 0; shared callees
@@ -69,6 +76,7 @@ def _steps():
                                                             np.empty(n * n)), 0),
         ("rnea", lambda: rbd.rnea(model, q, z, z), 0),
         ("node merge kernel", merge, 0),
+        ("node command law", command_law, 0),
         ("crba", lambda: rbd.crba(model, q), 0),
         ("gravity, bias", lambda: (rbd.gravity(model, q), rbd.bias(model, q, z)), 0),
         ("rnea f_ext", lambda: rbd.rnea(model, q, z, z, f_ext=fe, f_ext_frame="world"), 0),
