@@ -337,7 +337,8 @@ class DynamicsNode:
         except ImportError as e:
             self.services_error = (
                 f"rbd_ros_interfaces is not available ({e}): the inverse/forward dynamics "
-                "and set_payload services are OFF; the torque topics (and ~/payload) work. Build the package (colcon build "
+                "and set_payload services are OFF; the torque topics (and ~/payload) work. "
+                "Build the package (colcon build "
                 "--base-paths src src/rbd_ros/rbd_ros_interfaces, or "
                 "scripts/build_interfaces.sh VENV) and restart the node.")
             self.log.error(self.services_error)
@@ -396,6 +397,7 @@ class DynamicsNode:
                                      name="rbd_ros_background")
         bg_thread.start()
         ctx = self.context or rclpy.get_default_context()
+        ex = None
         try:
             ex = self._control_executor()
             ex.add_node(self.control)
@@ -404,7 +406,16 @@ class DynamicsNode:
         except (KeyboardInterrupt, ExternalShutdownException):
             pass
         finally:
+            # shut both executors down and join the background thread before the nodes
+            # are destroyed: an executor left to the interpreter's finalisation can end
+            # the process in std::terminate (seen as exit code -6 on Ctrl-C)
+            if ex is not None:
+                try:
+                    ex.shutdown(timeout_sec=1.0)
+                except Exception as e:  # already shut down with the context
+                    self.log.debug(f"control executor shutdown: {e}")
             bg.shutdown(timeout_sec=1.0)
+            bg_thread.join(timeout=2.0)
 
     def _control_executor(self):
         if self.control_executor_kind == "events":
