@@ -115,8 +115,6 @@ def main():
     ap.add_argument("--runs", type=int, default=1, help="end-to-end runs")
     ap.add_argument("--skip-ros", action="store_true", help="only the in-process floor")
     args = ap.parse_args()
-    from rbd_ros.node import quiet_numba_cache_warnings
-    quiet_numba_cache_warnings()
     print(f"machine: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
     print(f"gains: kp {demo.KP:g} 1/s^2, kd {demo.KD:g} 1/s (omega {demo.OMEGA:g} rad/s, "
           f"zeta {demo.ZETA:g}); trajectory {demo.TRAJ_S:g} s; MuJoCo rk4 at 1 kHz\n")

@@ -1,4 +1,5 @@
-"""Helpers for the core tests: random URDF trees built in code (no files)."""
+"""Helpers shared by the tests (ROS-free): random URDF trees built in code (no
+files), error measures and the bundled arm's joint names."""
 import numpy as np
 
 TYPES = ("revolute", "continuous", "prismatic", "fixed", "planar")
@@ -92,3 +93,23 @@ def rel_err(got, ref) -> float:
     scale = float(np.max(np.abs(ref))) if ref.size else 0.0
     err = float(np.max(np.abs(got - ref))) if ref.size else 0.0
     return err / scale if scale > 0 else err
+
+
+def close_abs(got, ref, tol=1e-9) -> bool:
+    """got is not None, has ref's shape and max |got - ref| <= tol (absolute)."""
+    if got is None:
+        return False
+    got, ref = np.asarray(got, float), np.asarray(ref, float)
+    return got.shape == ref.shape and float(np.max(np.abs(got - ref), initial=0.0)) <= tol
+
+
+def close_rel(got, ref, tol=1e-9) -> bool:
+    """got is not None, has ref's shape and max |got - ref| <= tol * max(1, max |ref|)."""
+    if got is None:
+        return False
+    got, ref = np.asarray(got, float), np.asarray(ref, float)
+    scale = max(1.0, float(np.max(np.abs(ref), initial=0.0)))
+    return got.shape == ref.shape and float(np.max(np.abs(got - ref), initial=0.0)) <= tol * scale
+
+
+ARM_JOINTS = [f"joint{i}" for i in range(1, 8)]      # the bundled rbd_arm7 (and panda) arm joints

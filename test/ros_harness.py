@@ -21,9 +21,10 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 
+from core_util import ARM_JOINTS  # noqa: F401  (re-exported for the node tests)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARM_URDF = os.path.join(ROOT, "rbd_ros", "robots", "rbd_arm7.urdf")
-ARM_JOINTS = [f"joint{i}" for i in range(1, 8)]
 NODE_NAME = "rbd_dynamics"
 
 QOS_LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,

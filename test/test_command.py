@@ -6,14 +6,14 @@ import math
 
 import numpy as np
 import pytest
-from core_util import random_tree_urdf
+from core_util import ARM_JOINTS, random_tree_urdf
 
 import rbd_ros.core as rbd
 from rbd_ros.node import command
 from rbd_ros.node.params import Params
 from rbd_ros.node.runtime import build_runtime, bundled_robot_path
 
-ARM = [f"joint{i}" for i in range(1, 8)]
+ARM = ARM_JOINTS
 TOL = 1e-9
 
 

@@ -6,6 +6,9 @@ import pytest
 
 import rbd_ros.core as rbd
 from core_util import integrate, random_state, random_tree_urdf, rel_err
+from rbd_ros.core.reference.jcalc import x_up
+from rbd_ros.core.reference.rnea import world_transforms
+from rbd_ros.core.reference.tree import bodies as ref_bodies
 
 TOL = 1e-9
 
@@ -85,12 +88,29 @@ def test_external_forces_local_and_world_agree(model):
     q, v, a = random_state(model, rng)
     nl = len(model.link_names)
     local = rng.normal(size=(nl, 6))
-    # world placement of each link from finite rigid-body kinematics: use rnea's
-    # linearity instead: tau(f) - tau(0) = -J^T f; compare a wrench applied at a
-    # link origin in local axes with its world expression via a perturbation test
+    # each link's world placement from the reference twin (independent of the
+    # kernels): X0_b = plux(E, r) is world -> body b, so body b sits at
+    # R_b = Eᵀ, p_b = r, and the link at R_b R_L, p_b + R_b p_L
+    tree = ref_bodies(model)
+    X0 = world_transforms(tree, [x_up(b, q) for b in tree])
+    world = np.zeros_like(local)
+    for k, info in enumerate(model.links):
+        if info.body < 0:
+            R_b, p_b = np.eye(3), np.zeros(3)
+        else:
+            E = X0[info.body][:3, :3]
+            rx = -E.T @ X0[info.body][3:, :3]
+            R_b, p_b = E.T, np.array([rx[2, 1], rx[0, 2], rx[1, 0]])
+        R, p = R_b @ info.R, p_b + R_b @ info.p
+        f, tau = R @ local[k, :3], R @ local[k, 3:]
+        world[k] = np.concatenate([f, tau + np.cross(p, f)])     # moment about the world origin
     tau0 = rbd.rnea(model, q, v, a)
     tau_l = rbd.rnea(model, q, v, a, f_ext=local, f_ext_frame="local")
-    assert np.linalg.norm(tau_l - tau0) > 0
+    tau_w = rbd.rnea(model, q, v, a, f_ext=world, f_ext_frame="world")
+    assert np.linalg.norm(tau_l - tau0) > 1e-3 * (1 + np.linalg.norm(tau0))
+    assert rel_err(tau_l, tau_w) <= TOL
+    # the frame matters: the local numbers read as world ones give other torques
+    assert rel_err(rbd.rnea(model, q, v, a, f_ext=local, f_ext_frame="world"), tau_l) > 1e-3
     # forward dynamics with the same wrench inverts rnea with it, in both frames
     for frame in rbd.FEXT_FRAMES:
         tau = rbd.rnea(model, q, v, a, f_ext=local, f_ext_frame=frame)

@@ -11,8 +11,8 @@ import rbd_ros.core as rbd
 from rbd_ros.core import joints, layout, spatial
 from rbd_ros.core import reference as ref
 from rbd_ros.core.algorithms.common import joint_transform
+from rbd_ros.core.builder import dof_elimination_tree
 from rbd_ros.core.inspect import workspace_views
-from rbd_ros.core.model import dof_elimination_tree
 from rbd_ros.core.reference import spatial as S6
 from rbd_ros.core.reference.crba import composite_inertias
 from rbd_ros.core.reference.jcalc import x_up

@@ -6,13 +6,14 @@ import pytest
 import rclpy
 from sensor_msgs.msg import JointState
 
+from core_util import ARM_JOINTS
 import rbd_ros.core as rbd
 from rbd_ros.node.control import OUTPUTS, STATE, ControlPath
 from rbd_ros.node.params import Params
 from rbd_ros.node.runtime import build_runtime, bundled_robot_path
 from rbd_ros.node.stats import Stats
 
-ARM = [f"joint{i}" for i in range(1, 8)]
+ARM = ARM_JOINTS
 
 
 @pytest.fixture(scope="module")

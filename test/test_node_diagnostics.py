@@ -4,6 +4,7 @@ import pytest
 from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.parameter import Parameter
 
+from core_util import ARM_JOINTS
 from rbd_ros.node import protocol
 from rbd_ros.node.diagnostics import build_status
 from rbd_ros.node.params import PARAMETERS, Params
@@ -11,7 +12,7 @@ from rbd_ros.node.runtime import build_runtime, bundled_robot_path
 from rbd_ros.node.stats import Stats
 from rbd_ros.node.worker_client import RestartBudget
 
-ARM = [f"joint{i}" for i in range(1, 8)]
+ARM = ARM_JOINTS
 FQN = "/ns/rbd_dynamics"
 
 

@@ -7,19 +7,12 @@ from geometry_msgs.msg import Accel, Pose, Twist, Wrench
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import rbd_ros.core as rbd
-from core_util import random_tree_urdf
+from core_util import close_rel, random_tree_urdf
 from oracle import robot_urdf
 from rbd_ros_interfaces.srv import (ForwardDynamics, ForwardDynamicsTrajectory, InverseDynamics,
                                     InverseDynamicsTrajectory)
 from ros_harness import (Float64MultiArray, JointState, NodeProcess, array_of,
                          joint_state, publish_until, unique_ns, wait_for)
-
-TOL = 1e-9
-
-
-def close(a, b):
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    return a.shape == b.shape and np.max(np.abs(a - b)) <= TOL * max(1.0, np.max(np.abs(b)))
 
 
 # ------------------------------------------------------------------ floating base
@@ -93,11 +86,11 @@ def test_floating_base_topics_keep_the_base_neutral_and_at_rest(client, solo, so
     q[7:], v[6:] = qj, vj  # solo12: 12 revolute joints after the free flyer
     assert [model.q_index(n) for n in names] == list(range(7, 19))
     g, b, H = rbd.gravity(model, q)[6:], rbd.bias(model, q, v)[6:], rbd.crba(model, q)[6:, 6:]
-    assert close(got.effort, g) and np.max(np.abs(g)) > 0.05
-    assert wait_for(lambda: rec_g.latest() is not None and close(array_of(rec_g.latest()), g))
-    assert wait_for(lambda: rec_b.latest() is not None and close(array_of(rec_b.latest()), b))
+    assert close_rel(got.effort, g) and np.max(np.abs(g)) > 0.05
+    assert wait_for(lambda: rec_g.latest() is not None and close_rel(array_of(rec_g.latest()), g))
+    assert wait_for(lambda: rec_b.latest() is not None and close_rel(array_of(rec_b.latest()), b))
     assert wait_for(lambda: rec_h.latest() is not None
-                    and close(array_of(rec_h.latest()).reshape(12, 12), H))
+                    and close_rel(array_of(rec_h.latest()).reshape(12, 12), H))
 
 
 def test_floating_base_single_state_services(client, solo, solo_node):
@@ -114,8 +107,8 @@ def test_floating_base_single_state_services(client, solo, solo_node):
     resp = client.call(InverseDynamics, f"{solo_node.fqn}/inverse_dynamics", req, timeout=60)
     assert resp.success, resp.message
     tau = rbd.rnea(model, q, v, a)
-    assert close(np.asarray(resp.effort)[::-1], tau[6:])
-    assert close(six_of(resp.base_wrench), tau[:6]) and np.max(np.abs(tau[:6])) > 1.0
+    assert close_rel(np.asarray(resp.effort)[::-1], tau[6:])
+    assert close_rel(six_of(resp.base_wrench), tau[:6]) and np.max(np.abs(tau[:6])) > 1.0
 
     req = ForwardDynamics.Request(name=rev, position=qj[::-1].tolist(), velocity=vj[::-1].tolist(),
                                   effort=tau[6:][::-1].tolist(), base_pose=pose(*qb),
@@ -131,7 +124,7 @@ def test_floating_base_single_state_services(client, solo, solo_node):
     resp = client.call(InverseDynamics, f"{solo_node.fqn}/inverse_dynamics", req)
     q0 = np.array(model.neutral(), dtype=float)
     q0[7:] = qj
-    assert resp.success and close(resp.effort, rbd.gravity(model, q0)[6:])
+    assert resp.success and close_rel(resp.effort, rbd.gravity(model, q0)[6:])
     # a quaternion that is not unit is refused, naming the field
     req = InverseDynamics.Request(name=names, position=qj.tolist(),
                                   base_pose=pose(0, 0, 0, 0.5, 0, 0, 0.5))
@@ -170,9 +163,9 @@ def test_floating_base_trajectory_services(client, solo, solo_node):
     resp = client.call(InverseDynamicsTrajectory, f"{solo_node.fqn}/inverse_dynamics_trajectory",
                        req, timeout=60)
     assert resp.success, resp.message
-    assert close([p.effort for p in resp.trajectory.points], tau[:, 6:])
+    assert close_rel([p.effort for p in resp.trajectory.points], tau[:, 6:])
     assert len(resp.base_wrenches) == N
-    assert close([six_of(w) for w in resp.base_wrenches], tau[:, :6])
+    assert close_rel([six_of(w) for w in resp.base_wrenches], tau[:, :6])
 
     # base velocities / accelerations may be empty (zero)
     req = InverseDynamicsTrajectory.Request(
@@ -184,7 +177,7 @@ def test_floating_base_trajectory_services(client, solo, solo_node):
     V0, A0 = V.copy(), A.copy()
     V0[:, :6] = A0[:, :6] = 0.0
     tau0 = rbd.rnea(model, Q, V0, A0)
-    assert close([six_of(w) for w in resp.base_wrenches], tau0[:, :6])
+    assert close_rel([six_of(w) for w in resp.base_wrenches], tau0[:, :6])
 
     req = ForwardDynamicsTrajectory.Request(
         trajectory=base_trajectory(names, Qj, Vj, tau[:, 6:], "effort"),
@@ -271,12 +264,12 @@ def test_mimic_and_planar_joints_topics_and_services(client):
             q[iq], v[iv] = xi, vi
         vi = [d[2] for d in dofs]
         g = rbd.gravity(model, q)[vi]
-        assert close(got.effort, g)
+        assert close_rel(got.effort, g)
         assert wait_for(lambda: rec_b.latest() is not None
-                        and close(array_of(rec_b.latest()), rbd.bias(model, q, v)[vi]))
+                        and close_rel(array_of(rec_b.latest()), rbd.bias(model, q, v)[vi]))
         n = len(names)
         assert wait_for(lambda: rec_h.latest() is not None
-                        and close(array_of(rec_h.latest()).reshape(n, n),
+                        and close_rel(array_of(rec_h.latest()).reshape(n, n),
                                   rbd.crba(model, q)[np.ix_(vi, vi)]))
         assert "ignoring joints not in the model" not in node.log()
 
@@ -288,7 +281,7 @@ def test_mimic_and_planar_joints_topics_and_services(client):
         av = np.zeros(model.nv)
         av[vi] = a
         tau = rbd.rnea(model, q, v, av)
-        assert close(resp.effort, tau[vi])
+        assert close_rel(resp.effort, tau[vi])
 
         req = InverseDynamics.Request(name=names + [mimics[0]], position=np.r_[x, 0].tolist())
         resp = client.call(InverseDynamics, f"{node.fqn}/inverse_dynamics", req)

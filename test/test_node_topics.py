@@ -5,11 +5,10 @@ import numpy as np
 import pytest
 
 import rbd_ros.core as rbd
+from core_util import close_abs
 from ros_harness import (ARM_JOINTS, DiagnosticArray, Float64MultiArray, JointState,
                          NodeProcess, array_of, diagnostics_of, joint_state, next_stamp,
                          publish_until, read_arm_urdf, stamp_key, unique_ns, wait_for)
-
-TOL = 1e-9
 
 
 def outputs(client, node):
@@ -36,19 +35,15 @@ def expected(model, names_in, q_in, v_in, out_names):
     return g, b, H
 
 
-def close(a, b):
-    return a is not None and np.shape(a) == np.shape(b) and np.max(np.abs(np.asarray(a) - b)) <= TOL
-
-
 def assert_outputs_match(rec, g, b, H, names, timeout=5.0):
     """Every output topic's latest message equals the core result (<= 1e-9)."""
     n = len(names)
-    assert wait_for(lambda: rec["g"].latest() is not None and close(array_of(rec["g"].latest()), g),
+    assert wait_for(lambda: rec["g"].latest() is not None and close_abs(array_of(rec["g"].latest()), g),
                     timeout), (rec["g"].latest(), g)
-    assert wait_for(lambda: rec["b"].latest() is not None and close(array_of(rec["b"].latest()), b),
+    assert wait_for(lambda: rec["b"].latest() is not None and close_abs(array_of(rec["b"].latest()), b),
                     timeout), (rec["b"].latest(), b)
     assert wait_for(lambda: rec["h"].latest() is not None
-                    and close(array_of(rec["h"].latest()).reshape(n, n), H), timeout)
+                    and close_abs(array_of(rec["h"].latest()).reshape(n, n), H), timeout)
     hmsg = rec["h"].latest()
     dims = hmsg.layout.dim
     assert [d.label for d in dims] == ["rows", "cols"]
@@ -56,7 +51,7 @@ def assert_outputs_match(rec, g, b, H, names, timeout=5.0):
     assert [d.stride for d in dims] == [n * n, n]
     assert hmsg.layout.data_offset == 0
     bs = rec["bs"].latest()
-    assert list(bs.name) == list(names) and close(np.asarray(bs.effort), b)
+    assert list(bs.name) == list(names) and close_abs(np.asarray(bs.effort), b)
 
 
 def sentinel(pub, make_msg, rec, timeout=20):
@@ -100,7 +95,7 @@ def test_description_topic_before_and_after_start_hot_swap(client):
         g, b, H = expected(model1, ARM_JOINTS, q, v, ARM_JOINTS)
         assert list(got.name) == ARM_JOINTS
         assert stamp_key(got.header.stamp) == stamp_key(sent.header.stamp)
-        assert close(np.asarray(got.effort), g)
+        assert close_abs(np.asarray(got.effort), g)
         assert_outputs_match(rec, g, b, H, ARM_JOINTS)
         assert np.max(np.abs(g)) > 1.0  # a real arm, not zeros
 
@@ -113,7 +108,7 @@ def test_description_topic_before_and_after_start_hot_swap(client):
         assert np.max(np.abs(g2 - g)) > 0.1
         desc_pub.publish(type(desc_pub.msg_type())(data=urdf2))
         ok = wait_for(lambda: (js_pub.publish(joint_state(ARM_JOINTS, q, v)) or True)
-                      and close(array_of(rec["g"].latest()), g2), timeout=15, period=0.02)
+                      and close_abs(array_of(rec["g"].latest()), g2), timeout=15, period=0.02)
         assert ok, node.log()
         assert_outputs_match(rec, g2, b2, H2, ARM_JOINTS)
 
@@ -128,7 +123,7 @@ def test_description_topic_before_and_after_start_hot_swap(client):
         for _ in range(5):
             sent, got = publish_until(js_pub, lambda: joint_state(ARM_JOINTS, q, v), rec["gs"],
                                       timeout=10)
-            assert got is not None and close(np.asarray(got.effort), g2)
+            assert got is not None and close_abs(np.asarray(got.effort), g2)
         assert node.alive()
     finally:
         node.stop()
@@ -193,7 +188,7 @@ def test_partial_multi_publisher_reordered_missing_stale(client, arm_node):
     names = arm_names + wrist_names
     g, b, H = expected(model, names, np.r_[q_arm, q_wrist], np.r_[v_arm, 0, 0], node.out_order)
     assert list(got.name) == node.out_order
-    assert close(np.asarray(got.effort), g)
+    assert close_abs(np.asarray(got.effort), g)
     assert_outputs_match(rec, g, b, H, node.out_order)
     assert node.log().count("without velocities") == 1
 
@@ -203,7 +198,7 @@ def test_partial_multi_publisher_reordered_missing_stale(client, arm_node):
                               timeout=10)
     g2, b2, H2 = expected(model, names, np.r_[q_arm, q_wrist2], np.r_[v_arm, 0, 0],
                           node.out_order)
-    assert got is not None and close(np.asarray(got.effort), g2)
+    assert got is not None and close_abs(np.asarray(got.effort), g2)
 
     # stale: the wrist stops for longer than max_state_age (0.3 s) -> no output
     time.sleep(0.6)
@@ -215,7 +210,7 @@ def test_partial_multi_publisher_reordered_missing_stale(client, arm_node):
         time.sleep(0.01)
     # ... and it resumes when the wrist does (the sentinel): the stale ones got nothing
     good, got = sentinel(pub_arm, both, rec["gs"], timeout=10)
-    assert got is not None and close(np.asarray(got.effort), g)
+    assert got is not None and close_abs(np.asarray(got.effort), g)
     assert answered(rec["gs"], stamps) == []
 
     # joints the model does not know (a gripper) are ignored, with one warning
@@ -225,7 +220,7 @@ def test_partial_multi_publisher_reordered_missing_stale(client, arm_node):
                               rec["gs"], timeout=10)
     assert got is not None
     g3, _, _ = expected(model, ARM_JOINTS, full.position[:7], np.zeros(7), node.out_order)
-    assert close(np.asarray(got.effort), g3)
+    assert close_abs(np.asarray(got.effort), g3)
     assert "finger_left" in node.log()
 
 
@@ -262,7 +257,7 @@ def test_garbage_joint_states_are_dropped(client, arm_node):
     # a good message afterwards (the sentinel, same publisher) works and equals the core
     good, got = sentinel(pub, lambda: joint_state(ARM_JOINTS, q, v), rec["gs"], timeout=10)
     g_ok, _, _ = expected(model, ARM_JOINTS, q, v, node.out_order)
-    assert got is not None and close(np.asarray(got.effort), g_ok)
+    assert got is not None and close_abs(np.asarray(got.effort), g_ok)
     # no output at all came from the garbage: every output since is a sentinel's
     assert answered(rec["gs"], bad_stamps) == []
     msgs, _ = rec["gs"].snapshot()

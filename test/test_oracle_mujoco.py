@@ -108,15 +108,16 @@ def test_inertia_import_check(name):
     mjm, model = load_urdf(_path(name), mimic_independent=True)
     check_inertias(mjm, model, rtol=1e-12)
     assert abs(float(np.sum(mjm.body_mass)) - model.mass) <= 1e-12 * model.mass
-    # the check can fail: one changed mass is reported, naming the body's joint
+    # the check can fail: one changed mass is reported; a moved CoM names the link
     b = int(np.argmax(mjm.body_mass * (mjm.body_weldid != 0)))  # the heaviest moving body
     mjm.body_mass[b] *= 1.001
     with pytest.raises(SimModelError, match="mass"):
         check_inertias(mjm, model)
     mjm.body_mass[b] /= 1.001
     mjm.body_ipos[b, 0] += 1e-4
-    with pytest.raises(SimModelError, match="first moment|inertia"):
+    with pytest.raises(SimModelError, match="first moment|inertia") as err:
         check_inertias(mjm, model)
+    assert repr(mjm.body(b).name) in str(err.value)
 
 
 def test_bad_descriptions():

@@ -5,11 +5,12 @@ import math
 import numpy as np
 import pytest
 
+from core_util import ARM_JOINTS
 import rbd_ros.core as rbd
 from rbd_ros.node.runtime import DROP_DUPLICATE, DROP_NONFINITE, DROP_SIZE, build_runtime, \
     bundled_robot_path
 
-ARM = [f"joint{i}" for i in range(1, 8)]
+ARM = ARM_JOINTS
 
 
 @pytest.fixture()

@@ -2,7 +2,7 @@
 
 A model is one read-only float64 vector ``md``: a header, then one row of
 ``NCOL`` numbers per elementary body (in topological order, parent before
-child), then per-DOF tables (DOF parent, armature), mimic and ancestor tables.  Keeping everything in one array keeps
+child), then the mimic pairs, the per-DOF ancestor lists and the armature.  Keeping everything in one array keeps
 the compiled kernels' call overhead low (one argument instead of a dozen).
 
 A workspace is one float64 vector ``ws`` carved into per-body regions; every
@@ -15,9 +15,10 @@ from .spatial import INLINE
 # header
 H_NB, H_NV, H_NQ, H_NVF, H_NMIM = 0, 1, 2, 3, 4
 H_GRAV = 5           # 3 numbers
-H_OFF_BODY, H_OFF_DOFPAR, H_OFF_MIMIC = 8, 9, 10
-H_OFF_ANC = 11       # per-DOF ancestor lists of the LᵀDL elimination tree (see ltdl.py)
-H_OFF_ARM = 12       # per-DOF armature (rotor inertia reflected to the joint), nv numbers
+H_OFF_BODY = 8       # body table, NCOL numbers per body
+H_OFF_MIMIC = 9      # mimic pairs (dependent body, master body), 2 numbers each
+H_OFF_ANC = 10       # per-DOF ancestor lists of the LᵀDL elimination tree (see ltdl.py)
+H_OFF_ARM = 11       # per-DOF armature (rotor inertia reflected to the joint), nv numbers
 HEADER = 16
 
 # body table columns

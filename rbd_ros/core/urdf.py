@@ -25,10 +25,11 @@ import threading
 
 import numpy as np
 
+from .builder import dof_elimination_tree, pack_model_data
 from .joints import FREE, NQ_OF, NV_OF, PRISMATIC, REVOLUTE, planar_basis
 from .layout import (C_AXIS, C_ET, C_FV, C_H, C_IBAR, C_JTYPE, C_MASS, C_MIMIC, C_MULT, C_OFFSET, C_PARENT,
                      C_QI, C_RT, C_SUBEND, C_VI, NCOL)
-from .model import GRAVITY_BOUND, LinkInfo, Model, ModelError, dof_elimination_tree, pack_model_data
+from .model import GRAVITY_BOUND, LinkInfo, Model, ModelError
 from .spatial import inertia_about_origin, rpy_to_matrix
 
 log = logging.getLogger("rbd_ros.urdf")
@@ -362,7 +363,7 @@ def build_model(urdf, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81)
     return Model(name=robot.name or "robot", md=md, joint_names=tuple(names), joint_types=tuple(jtypes),
                  joint_nq=tuple(jnq), joint_nv=tuple(jnv), idx_q=tuple(idx_q), idx_v=tuple(idx_v),
                  link_names=link_names, links=infos, mimic_joints=dict(mimics),
-                 body_joint_names=tuple(body_joint), mass=total_mass, **terms)
+                 mass=total_mass, **terms)
 
 
 def _attr(obj, name, joint, what):

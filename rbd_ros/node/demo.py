@@ -422,8 +422,6 @@ def measure_sag(loop: ClosedLoop, seconds=1.0, early=0.1):
 
 
 def run_demo(png: str | None, desired_rate=500.0, out=print):
-    from rbd_ros.node import quiet_numba_cache_warnings
-    quiet_numba_cache_warnings()
     ns = f"rbd_demo_{os.getpid()}"
     t_wall = time.monotonic()
     loop = ClosedLoop(ns, NODE_PARAMS, sim_params=SIM_PARAMS, desired_rate=desired_rate)

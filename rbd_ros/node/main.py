@@ -32,8 +32,6 @@ def main(args=None):
     signal.signal(signal.SIGTERM, once)
     node = None
     try:
-        from rbd_ros.node import quiet_numba_cache_warnings
-        quiet_numba_cache_warnings()
         import rclpy
 
         from rbd_ros.node.dynamics_node import DEFAULT_NAME, DynamicsNode

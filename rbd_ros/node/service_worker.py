@@ -35,8 +35,6 @@ def main(argv=None):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from rbd_ros.node import protocol
     args = protocol.parse_argv(sys.argv[1:] if argv is None else argv)
-    from rbd_ros.node import quiet_numba_cache_warnings
-    quiet_numba_cache_warnings()
     import numba
     import rclpy
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor

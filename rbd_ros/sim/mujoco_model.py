@@ -177,6 +177,14 @@ def body_inertias(mjm, model):
     return m, h, Ibar
 
 
+def body_label(model, b):
+    """Name rbd_ros body ``b`` for a message: the URDF links rigidly attached to it
+    (MuJoCo has one body per link); a planar joint's massless intermediate bodies
+    carry no link and are named by index."""
+    links = [n for n, info in zip(model.link_names, model.links) if info.body == b]
+    return f"body carrying link(s) {links}" if links else f"body {b} (no link attached)"
+
+
 def check_inertias(mjm, model, rtol: float = 1e-9) -> None:
     """Raise :class:`SimModelError` unless MuJoCo's masses, CoMs and inertias equal the
     rbd_ros model's (per rbd_ros body, relative tolerance ``rtol``) and the total masses agree."""
@@ -195,7 +203,7 @@ def check_inertias(mjm, model, rtol: float = 1e-9) -> None:
             err = float(np.max(np.abs(np.asarray(a) - r)))
             if err > rtol * scale:
                 raise SimModelError(
-                    f"body of joint {model.body_joint_names[b]!r}: MuJoCo's {what} {np.round(a, 12).tolist()} "
+                    f"{body_label(model, b)}: MuJoCo's {what} {np.round(a, 12).tolist()} "
                     f"!= URDF's {np.round(r, 12).tolist()} (error {err:.3g})")
 
 

@@ -1,25 +1,34 @@
-"""Articulated-Body Algorithm (RBDA Table 7.1), a second forward-dynamics path.
+"""Articulated-Body Algorithm, world-frame variant (Pinocchio's arrangement);
+a second forward-dynamics path.  RBDA Table 7.1 as written (body frames, a
+congruence X_i^T I^a X_i per body) is in ``rbd_ros/core/reference/aba.py``.
+
+Every quantity below is in world coordinates, moments about the world
+origin: X0_i is the world -> body-i transform, S_i the joint's motion
+subspace mapped to the world (S_i = X0_i^-1 S_i^body), I_i = X0_i^T I_i^body
+X0_i.  The kernel runs (1-DOF joints; the free joint below):
 
     v_0 = 0,  a_0 = -a_g
-    for i = 1..N:
-        X_i = X_J(q_i) X_T(i);  v_i = X_i v_λ + S_i qd_i;  c_i = v_i x S_i qd_i
-        I^A_i = I_i;  p^A_i = v_i x* I_i v_i - f_i^ext
-    for i = N..1:
-        U_i = I^A_i S_i;  D_i = S_i^T U_i;  u_i = tau_i - S_i^T p^A_i
+    for i = 1..N:                                   (forward)
+        X_i = X_J(q_i) X_T(i);  X0_i = X_i X0_λ
+        vJ_i = X0_i^-1 S_i^body qd_i;  v_i = v_λ + vJ_i;  c_i = v_λ x vJ_i
+        I^A_i = I_i;  p^A_i = v_i x* I_i v_i - f_i^ext      (f^ext mapped to world if local)
+    for i = N..1:                                   (backward)
+        U_i = I^A_i S_i;  D_i = S_i^T U_i + armature_i;  u_i = tau_i - S_i^T p^A_i
         if λ(i) != 0:
-            I^a = I^A_i - U_i D_i^-1 U_i^T
-            p^a = p^A_i + I^a c_i + U_i D_i^-1 u_i
-            I^A_λ += X_i^T I^a X_i;   p^A_λ += X_i^T p^a
-    for i = 1..N:
-        a' = X_i a_λ + c_i
+            I^A_λ += I^A_i - U_i D_i^-1 U_i^T                       (no congruence)
+            p^A_λ += p^A_i + (I^A_i - U_i D_i^-1 U_i^T) c_i + U_i D_i^-1 u_i
+    for i = 1..N:                                   (forward)
+        a' = a_λ + c_i
         qdd_i = D_i^-1 (u_i - U_i^T a')
         a_i = a' + S_i qdd_i
 
-The sweeps run in world coordinates (as Pinocchio does): with every S_i,
-v_i, I_i expressed in the world frame, the articulated inertias of the
-children add to their parent's directly, so the per-body congruence
-X_i^T I^a X_i (the dominant cost) is gone.  In world coordinates
-c_i = v_i x S_i qd_i still holds (S_i moves with body i) and a_0 = -a_g.
+Because all spatial quantities share one frame, a child's articulated
+inertia adds to its parent's directly; c_i = v_λ x vJ_i equals the
+textbook v_i x S_i qd_i (vJ_i x vJ_i = 0), and a_0 = -a_g applies the
+gravity.  A free joint (S invertible) passes no inertia to its parent
+(I^a = 0) and the world force p^a = X0_i^T tau_i^body; its acceleration is
+a_i = (I^A_i)^-1 (p^a - p^A_i) by a 6x6 Cholesky solve, and qdd_i is
+X0_i (a_i - a') in the body frame.
 
 Mimic joints (``mimic=True``) are kinematic constraints qdd_dep = m qdd_master,
 which ABA cannot eliminate on the way.  It runs on the *full* coordinates

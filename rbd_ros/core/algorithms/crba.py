@@ -1,23 +1,26 @@
-"""Composite Rigid Body Algorithm (RBDA Table 6.2).
+"""Composite Rigid Body Algorithm, world-frame variant (as Pinocchio does).
+RBDA Table 6.2 as written (F carried down the chain by X_j^T one body at a
+time) is in ``rbd_ros/core/reference/crba.py``; this kernel computes the same
+numbers as follows:
 
-    I^c_i = I_i
+    I^c_i = I_i                                       (body frame)
     for i = N..1:
         I^c_λ(i) += X_i^T I^c_i X_i
+    for i = 1..N:                                     (X0_i: world -> body i)
+        S_i^0 = X0_i^-1 S_i;   F_i^0 = X0_i^T (I^c_i S_i)   (world coordinates)
     for i = 1..N:
-        F = I^c_i S_i
-        H_ii = S_i^T F
-        j = i
-        while λ(j) != 0:
-            F = X_j^T F;  j = λ(j)
-            H_ij = F^T S_j;  H_ji = H_ij^T
+        H_ii = S_i^0T F_i^0
+        for j = i+1 .. subtree_end(i):                (i's descendants)
+            H_ij = H_ji^T = S_i^0T F_j^0
 
-Only ancestor pairs are visited: H has branch-induced sparsity.  Instead of
-carrying F down the chain one X_j^T at a time, every S_j and F_j = I^c_j S_j
-is expressed once in the world frame, where H_ij = S_i^T F_j is a 6-term dot
-product; row i then runs over i's descendants, which are contiguous in the
-depth-first body order (the same numbers; Pinocchio does the same).  Mimic joints
-add ``m_a m_b`` times their entry to their masters' rows and columns, which
-is H = G^T H_full G.  The armature (rotor inertia, per DOF) is added to the
+S_i^0T F_j^0 equals Table 6.2's S_i^T F (F = I^c_j S_j carried from body j
+up to body i by the X^T's) because the product of a motion and a force does
+not depend on the frame both are written in: each H entry is one 6-term dot
+product, and i's descendants are contiguous in the depth-first body order
+(no walking up parent pointers).  Only ancestor-descendant pairs are
+visited: H has branch-induced sparsity.  Mimic joints scale by their
+multipliers m_i m_j and add into their masters' rows and columns, which is
+H = G^T H_full G.  The armature (rotor inertia, per DOF) is added to the
 diagonal.
 """
 import numpy as np

@@ -1,10 +1,12 @@
 """LᵀDL factorisation with branch-induced sparsity (RBDA Tables 6.3 and 6.4).
 
-The DOF parent λ of the model (its DOF-parent table) is such that every
-non-zero H[k, i] with i < k has i an ancestor of k: for a tree without mimic
-joints it is the kinematic tree's DOF parent; with mimic joints it is the
-elimination tree of H's pattern (see ``model.dof_elimination_tree``).  Only
-ancestors are visited: O(n d²).
+λ is a DOF parent array such that every non-zero H[k, i] with i < k has i
+an ancestor of k: for a tree without mimic joints it is the kinematic tree's
+DOF parent; with mimic joints it is the elimination tree of H's pattern (see
+``builder.dof_elimination_tree``).  The model stores no λ table: it stores
+each DOF's ancestor list A(k) = (λ(k), λ(λ(k)), ...), nearest first
+(``layout.ancestors``), which the loops below walk.  Only ancestors are
+visited: O(n d²).
 
     for k = n..1:
         i = λ(k)

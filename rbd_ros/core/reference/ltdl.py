@@ -14,7 +14,7 @@ in place: D on the diagonal, L (unit lower triangular, H = Lᵀ D L) below.
 λ is the DOF parent array such that every non-zero H_ki (i < k) has i among
 k's ancestors: here it is computed from H's structural pattern by brute-force
 symbolic elimination (``elimination_tree``), independently of the Model's
-precomputed table.  Without mimic joints it is the kinematic tree's DOF parent.
+precomputed ancestor lists.  Without mimic joints it is the kinematic tree's DOF parent.
 """
 import numpy as np
 
