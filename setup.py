@@ -57,7 +57,7 @@ setup(
     install_requires=["numpy>=1.24", "numba>=0.59", "urdf-parser-py>=0.0.4"],
     extras_require={
         "test": ["pytest>=7", "pin==4.1.0", "example-robot-data==6.0.0", "mujoco==4.0.0", "hypothesis>=6.100",
-                 "matplotlib==3.11.2"],
+                 "matplotlib==3.11.2", "ruff==0.17.6"],
         "sim": ["mujoco==4.0.0"],
         # scripts/demo.sh: the closed loop on the simulated arm and its picture
         "demo": ["mujoco==4.0.0", "matplotlib==3.11.2"],

@@ -34,9 +34,9 @@ sys.path.insert(0, os.path.join(ROOT, "test"))  # oracle.py
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)  # rbd_ros from this checkout
 
+import oracle as orc  # noqa: E402
 import pinocchio as pin  # noqa: E402
 
-import oracle as orc  # noqa: E402
 import rbd_ros.core as rbd  # noqa: E402
 
 TOL = 1e-9

@@ -25,9 +25,9 @@ os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
 
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data  # noqa: E402
-from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 
@@ -159,7 +159,7 @@ def run_mode(node, mode, seconds, rate, executor, extra, subscribe_all, kind):
             t_start = time.monotonic()
         n = int(dur * rate)
         t_next = time.monotonic()
-        for i in range(n):
+        for _ in range(n):
             publish_one(k)
             k += 1
             t_next += period

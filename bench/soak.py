@@ -48,12 +48,11 @@ sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from rclpy.qos import (DurabilityPolicy, QoSProfile, ReliabilityPolicy,  # noqa: E402
-                       qos_profile_sensor_data)
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue  # noqa: E402
 from rcl_interfaces.srv import SetParameters  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
@@ -172,8 +171,9 @@ class Spinner:
 def load_main(ns, seconds, traj_points):
     """Service calls against /<ns>/rbd_dynamics; one JSON line per call on stdout.
     Stops when stdin closes, or after `seconds` (a safety net)."""
-    from rbd_ros_interfaces.srv import ForwardDynamics, InverseDynamics, InverseDynamicsTrajectory
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    from rbd_ros_interfaces.srv import ForwardDynamics, InverseDynamics, InverseDynamicsTrajectory
 
     def emit(**kw):
         sys.stdout.write(json.dumps(kw) + "\n")

@@ -11,10 +11,11 @@ Feed-forward to ros2_control: remap the output, e.g.
 import os
 
 from ament_index_python.packages import get_package_share_directory
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
+
+from launch import LaunchDescription
 
 
 def node_parameters(params_file: str, urdf_file: str) -> list:

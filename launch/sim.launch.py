@@ -10,11 +10,12 @@ effort_command (Float64MultiArray in `joints` order). Close the loop with the
 dynamics node, e.g. command_topic:=/rbd_dynamics/gravity_torques.
 Needs MuJoCo: pip install 'rbd_ros[sim]'.
 """
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
+
+from launch import LaunchDescription
 
 
 def generate_launch_description():

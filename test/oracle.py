@@ -29,7 +29,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
-
 from core_util import rel_err  # noqa: F401  (one definition for every test)
 
 # name -> (path under example-robot-data's robots/, floating_base)

@@ -15,13 +15,12 @@ import numpy as np
 import rclpy
 import yaml
 from builtin_interfaces.msg import Time
+from core_util import ARM_JOINTS  # noqa: F401  (re-exported for the node tests)
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
-
-from core_util import ARM_JOINTS  # noqa: F401  (re-exported for the node tests)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARM_URDF = os.path.join(ROOT, "rbd_ros", "robots", "rbd_arm7.urdf")
@@ -256,7 +255,7 @@ def publish_until(pub, make_msg, rec, timeout=10.0, period=0.02, accept=None):
     while time.monotonic() < t_end:
         msg = make_msg()
         pub.publish(msg)
-        got = wait_for(lambda: answer(msg.header.stamp), timeout=period, period=0.002)
+        got = wait_for(lambda m=msg: answer(m.header.stamp), timeout=period, period=0.002)
         if got is not None:
             return msg, got
     return None, None

@@ -1,9 +1,9 @@
 """rbd.compensation_into: g, b and H in a chosen DOF order, in one call."""
 import numpy as np
 import pytest
+from core_util import random_state, random_tree_urdf
 
 import rbd_ros.core as rbd
-from core_util import random_state, random_tree_urdf
 
 
 @pytest.fixture(scope="module", params=[(11, 9, False, 0), (12, 12, True, 3)],

@@ -3,9 +3,9 @@ import threading
 
 import numpy as np
 import pytest
+from core_util import integrate, random_state, random_tree_urdf, rel_err
 
 import rbd_ros.core as rbd
-from core_util import integrate, random_state, random_tree_urdf, rel_err
 from rbd_ros.core.reference.jcalc import x_up
 from rbd_ros.core.reference.rnea import world_transforms
 from rbd_ros.core.reference.tree import bodies as ref_bodies
@@ -65,7 +65,8 @@ def test_coriolis_matrix_times_v_is_bias_minus_gravity(model):
 def test_Hdot_minus_2C_is_skew_symmetric(model):
     eps = 1e-6
     for q, v, _ in states(model):
-        Hdot = (rbd.crba(model, integrate(model, q, v, eps)) - rbd.crba(model, integrate(model, q, v, -eps))) / (2 * eps)
+        Hdot = (rbd.crba(model, integrate(model, q, v, eps))
+                - rbd.crba(model, integrate(model, q, v, -eps))) / (2 * eps)
         N = Hdot - 2 * rbd.coriolis_matrix(model, q, v)
         assert np.abs(N + N.T).max() < 1e-6 * max(1.0, np.abs(N).max())
 
@@ -138,7 +139,8 @@ def test_batch_equals_single_calls(model):
         assert np.array_equal(rbd.gravity(model, Q)[n], rbd.gravity(model, Q[n]))
         assert np.array_equal(rbd.bias(model, Q, V)[n], rbd.bias(model, Q[n], V[n]))
         assert np.array_equal(rbd.crba(model, Q)[n], rbd.crba(model, Q[n]))
-        assert np.array_equal(rbd.forward_dynamics(model, Q, V, tau)[n], rbd.forward_dynamics(model, Q[n], V[n], tau[n]))
+        assert np.array_equal(rbd.forward_dynamics(model, Q, V, tau)[n],
+                              rbd.forward_dynamics(model, Q[n], V[n], tau[n]))
         assert np.array_equal(rbd.aba(model, Q, V, tau)[n], rbd.aba(model, Q[n], V[n], tau[n]))
         assert np.array_equal(rbd.coriolis_matrix(model, Q, V)[n], rbd.coriolis_matrix(model, Q[n], V[n]))
     F = rng.normal(size=(7, len(model.link_names), 6))

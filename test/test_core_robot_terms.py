@@ -9,12 +9,11 @@ its formula, limits against the URDF read here with xml.etree.
 import xml.etree.ElementTree as ET
 
 import numpy as np
-import pytest
-
 import oracle as orc
+import pinocchio as pin
+import pytest
 from core_util import random_tree_urdf
 
-import pinocchio as pin
 import rbd_ros.core as rbd
 
 TOL = 1e-9

@@ -7,17 +7,26 @@ import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
-import pytest
 import yaml
 from rcl_interfaces.msg import Parameter as ParameterMsg
 from rcl_interfaces.msg import ParameterType, ParameterValue
 from rcl_interfaces.srv import DescribeParameters, GetParameters, SetParameters
+from ros_harness import (
+    ARM_JOINTS,
+    ROOT,
+    DiagnosticArray,
+    JointState,
+    NodeProcess,
+    diagnostics_of,
+    joint_state,
+    publish_until,
+    read_arm_urdf,
+    unique_ns,
+    wait_for,
+)
 
 import rbd_ros.core as rbd
 from rbd_ros_interfaces.srv import InverseDynamics
-from ros_harness import (ARM_JOINTS, ROOT, DiagnosticArray, JointState, NodeProcess,
-                         diagnostics_of, joint_state, publish_until, read_arm_urdf, unique_ns,
-                         wait_for)
 
 CONFIG = os.path.join(ROOT, "config", "dynamics.yaml")
 LAUNCH = os.path.join(ROOT, "launch", "dynamics.launch.py")

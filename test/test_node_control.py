@@ -4,9 +4,9 @@ messages are dropped and counted, the computed terms follow the subscribers."""
 import numpy as np
 import pytest
 import rclpy
+from core_util import ARM_JOINTS
 from sensor_msgs.msg import JointState
 
-from core_util import ARM_JOINTS
 import rbd_ros.core as rbd
 from rbd_ros.node.control import OUTPUTS, STATE, ControlPath
 from rbd_ros.node.params import Params

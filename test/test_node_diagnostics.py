@@ -1,10 +1,10 @@
 """Node parts that need no DDS: the /diagnostics status, the worker restart budget,
 the node <-> worker protocol and the typed parameters."""
 import pytest
+from core_util import ARM_JOINTS
 from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.parameter import Parameter
 
-from core_util import ARM_JOINTS
 from rbd_ros.node import protocol
 from rbd_ros.node.diagnostics import build_status
 from rbd_ros.node.params import PARAMETERS, Params

@@ -3,17 +3,28 @@ with mimic + planar joints (a random tree): topics, single-state and trajectory
 services, bad requests.  Expected values come from rbd_ros.core in this process."""
 import numpy as np
 import pytest
+from core_util import close_rel, random_tree_urdf
 from geometry_msgs.msg import Accel, Pose, Twist, Wrench
+from oracle import robot_urdf
+from ros_harness import (
+    Float64MultiArray,
+    JointState,
+    NodeProcess,
+    array_of,
+    joint_state,
+    publish_until,
+    unique_ns,
+    wait_for,
+)
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import rbd_ros.core as rbd
-from core_util import close_rel, random_tree_urdf
-from oracle import robot_urdf
-from rbd_ros_interfaces.srv import (ForwardDynamics, ForwardDynamicsTrajectory, InverseDynamics,
-                                    InverseDynamicsTrajectory)
-from ros_harness import (Float64MultiArray, JointState, NodeProcess, array_of,
-                         joint_state, publish_until, unique_ns, wait_for)
-
+from rbd_ros_interfaces.srv import (
+    ForwardDynamics,
+    ForwardDynamicsTrajectory,
+    InverseDynamics,
+    InverseDynamicsTrajectory,
+)
 
 # ------------------------------------------------------------------ floating base
 
@@ -260,7 +271,7 @@ def test_mimic_and_planar_joints_topics_and_services(client):
         assert list(got.name) == names
         q = np.array(model.neutral(), dtype=float)
         v = np.zeros(model.nv)
-        for (n, iq, iv), xi, vi in zip(dofs, x, xd):
+        for (_, iq, iv), xi, vi in zip(dofs, x, xd):
             q[iq], v[iv] = xi, vi
         vi = [d[2] for d in dofs]
         g = rbd.gravity(model, q)[vi]

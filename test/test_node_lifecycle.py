@@ -6,9 +6,9 @@ import signal
 import time
 
 import pytest
-from rbd_ros_interfaces.srv import InverseDynamics
-
 from ros_harness import ARM_JOINTS, NodeProcess, _alive, unique_ns, wait_for
+
+from rbd_ros_interfaces.srv import InverseDynamics
 
 
 def interrupt_twice(node, gap=0.02, worker_too=True):
@@ -65,9 +65,9 @@ def test_crashed_worker_is_restarted(client):
         for k in range(2):  # two crashes: both restarted (the budget is 5 per 10 min)
             (pid,) = node.children()
             os.kill(pid, signal.SIGKILL)
-            assert wait_for(lambda: node.log().count("services ready") == k + 2, timeout=90), \
+            assert wait_for(lambda k=k: node.log().count("services ready") == k + 2, timeout=90), \
                 node.log()
-            assert f"service worker exited with code -9; restarting it" in node.log()
+            assert "service worker exited with code -9; restarting it" in node.log()
             (new_pid,) = node.children()
             assert new_pid != pid
             # the killed worker's service may linger in the DDS graph until its lease ends,

@@ -4,14 +4,23 @@ request) and a URDF ``floating`` joint (taken as the floating base)."""
 import re
 
 import numpy as np
-import pytest
+from core_util import close_rel
 from geometry_msgs.msg import Pose, Twist
+from ros_harness import (
+    ARM_JOINTS,
+    Float64MultiArray,
+    JointState,
+    NodeProcess,
+    array_of,
+    joint_state,
+    publish_until,
+    read_arm_urdf,
+    unique_ns,
+    wait_for,
+)
 
 import rbd_ros.core as rbd
 from rbd_ros_interfaces.srv import ForwardDynamics, InverseDynamics
-from core_util import close_rel
-from ros_harness import (ARM_JOINTS, Float64MultiArray, JointState, NodeProcess, array_of,
-                         joint_state, publish_until, read_arm_urdf, unique_ns, wait_for)
 
 
 def massless_leaf_urdf():

@@ -6,23 +6,34 @@ joint carrying the link, at the link frame's placement; armature: ``model.armatu
 through test/oracle.py, as test/test_core_robot_terms.py does; friction by the core's
 ``rbd.friction``, whose formula test_core_robot_terms checks."""
 import numpy as np
+import oracle as orc
+import pinocchio as pin
 import pytest
 from geometry_msgs.msg import InertiaStamped
 from rcl_interfaces.msg import Parameter as ParameterMsg
 from rcl_interfaces.msg import ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from ros_harness import (
+    ARM_JOINTS,
+    QOS_LATCHED,
+    DiagnosticArray,
+    Float64MultiArray,
+    JointState,
+    NodeProcess,
+    array_of,
+    diagnostics_of,
+    joint_state,
+    publish_until,
+    read_arm_urdf,
+    unique_ns,
+    wait_for,
+)
+from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-import oracle as orc
-import pinocchio as pin
 import rbd_ros.core as rbd
-from rbd_ros_interfaces.srv import (ForwardDynamics, InverseDynamics, InverseDynamicsTrajectory,
-                                    SetPayload)
-from ros_harness import (ARM_JOINTS, QOS_LATCHED, DiagnosticArray, Float64MultiArray, JointState,
-                         NodeProcess, array_of, diagnostics_of, joint_state, publish_until,
-                         read_arm_urdf, unique_ns, wait_for)
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from std_msgs.msg import String
+from rbd_ros_interfaces.srv import ForwardDynamics, InverseDynamics, InverseDynamicsTrajectory, SetPayload
 
 TOL = 1e-9
 QOS_PAYLOAD = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,

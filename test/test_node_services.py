@@ -10,13 +10,27 @@ import time
 import numpy as np
 import pytest
 from geometry_msgs.msg import Wrench
+from ros_harness import (
+    ARM_JOINTS,
+    ROOT,
+    JointState,
+    NodeProcess,
+    joint_state,
+    publish_until,
+    read_arm_urdf,
+    stamp_key,
+    unique_ns,
+    wait_for,
+)
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import rbd_ros.core as rbd
-from rbd_ros_interfaces.srv import (ForwardDynamics, ForwardDynamicsTrajectory, InverseDynamics,
-                                    InverseDynamicsTrajectory)
-from ros_harness import (ARM_JOINTS, ROOT, JointState, NodeProcess, joint_state,
-                         publish_until, read_arm_urdf, stamp_key, unique_ns, wait_for)
+from rbd_ros_interfaces.srv import (
+    ForwardDynamics,
+    ForwardDynamicsTrajectory,
+    InverseDynamics,
+    InverseDynamicsTrajectory,
+)
 
 TOL = 1e-9
 PERM = [4, 0, 6, 2, 1, 5, 3]  # request order != model order
@@ -168,8 +182,10 @@ def test_trajectory_services(client, node, model):
 
 def _bad_single_cases(q, v, a):
     ok = dict(name=NAMES, position=q.tolist(), velocity=v.tolist(), acceleration=a.tolist())
-    nan_pos = q.tolist(); nan_pos[2] = float("nan")
-    inf_acc = a.tolist(); inf_acc[6] = float("inf")
+    nan_pos = q.tolist()
+    nan_pos[2] = float("nan")
+    inf_acc = a.tolist()
+    inf_acc[6] = float("inf")
     return [
         (dict(ok, name=NAMES[:-1] + ["elbow"]), "unknown joint 'elbow'"),
         (dict(ok, name=NAMES[:-1], position=q[:-1].tolist(), velocity=v[:-1].tolist(),
@@ -219,7 +235,9 @@ def test_bad_requests(client, node):
     t.points[1].accelerations = as_[1].tolist() + [1.0]
     bad_traj.append((t, "trajectory.points[1].accelerations has 8 entries"))
     t = trajectory(qs, vs, as_)
-    vals = qs[3].tolist(); vals[4] = float("nan"); t.points[3].positions = vals
+    vals = qs[3].tolist()
+    vals[4] = float("nan")
+    t.points[3].positions = vals
     bad_traj.append((t, "trajectory.points[3].positions[4] is nan"))
     t = trajectory(qs[:0], vs[:0], as_[:0])
     bad_traj.append((t, "trajectory.points is empty"))

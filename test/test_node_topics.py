@@ -3,12 +3,25 @@ import time
 
 import numpy as np
 import pytest
+from core_util import close_abs
+from ros_harness import (
+    ARM_JOINTS,
+    DiagnosticArray,
+    Float64MultiArray,
+    JointState,
+    NodeProcess,
+    array_of,
+    diagnostics_of,
+    joint_state,
+    next_stamp,
+    publish_until,
+    read_arm_urdf,
+    stamp_key,
+    unique_ns,
+    wait_for,
+)
 
 import rbd_ros.core as rbd
-from core_util import close_abs
-from ros_harness import (ARM_JOINTS, DiagnosticArray, Float64MultiArray, JointState,
-                         NodeProcess, array_of, diagnostics_of, joint_state, next_stamp,
-                         publish_until, read_arm_urdf, stamp_key, unique_ns, wait_for)
 
 
 def outputs(client, node):
@@ -235,13 +248,17 @@ def test_garbage_joint_states_are_dropped(client, arm_node):
     n_before = rec["gs"].count()
 
     bad = []
-    q_nan = q.copy(); q_nan[3] = np.nan
-    v_inf = v.copy(); v_inf[0] = np.inf
+    q_nan = q.copy()
+    q_nan[3] = np.nan
+    v_inf = v.copy()
+    v_inf[0] = np.inf
     bad.append(joint_state(ARM_JOINTS, q_nan, v))                 # NaN position
     bad.append(joint_state(ARM_JOINTS, q, v_inf))                 # inf velocity
-    m = joint_state(ARM_JOINTS, q, v); m.position = list(q[:6])   # position too short
+    m = joint_state(ARM_JOINTS, q, v)
+    m.position = list(q[:6])                                       # position too short
     bad.append(m)
-    m = joint_state(ARM_JOINTS, q, v); m.velocity = list(v[:3])   # velocity wrong size
+    m = joint_state(ARM_JOINTS, q, v)
+    m.velocity = list(v[:3])                                       # velocity wrong size
     bad.append(m)
     m = joint_state(ARM_JOINTS + ["joint1"], np.r_[q, 0.0], np.r_[v, 0.0])  # duplicate name
     bad.append(m)

@@ -13,10 +13,10 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco", reason="MuJoCo oracle: pip install '.[sim]'")
 
-import rbd_ros.core as rbd  # noqa: E402
 from oracle import robot_urdf  # noqa: E402
-from rbd_ros.sim.mujoco_model import (JointMap, SimModelError, check_inertias,  # noqa: E402
-                                      load_urdf, mujoco_urdf_text)
+
+import rbd_ros.core as rbd  # noqa: E402
+from rbd_ros.sim.mujoco_model import JointMap, SimModelError, check_inertias, load_urdf, mujoco_urdf_text  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARM = os.path.join(ROOT, "rbd_ros", "robots", "rbd_arm7.urdf")

@@ -8,11 +8,10 @@ result reduced with the constant map G.
 """
 
 import numpy as np
+import oracle as orc
+import pinocchio as pin
 import pytest
 
-import oracle as orc
-
-import pinocchio as pin
 import rbd_ros.core as rbd
 
 TOL = 1e-9

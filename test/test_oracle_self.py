@@ -3,10 +3,9 @@ it makes must agree with Pinocchio's own kinematics, or every comparison
 against it would be meaningless."""
 
 import numpy as np
+import oracle as orc
 import pinocchio as pin
 import pytest
-
-import oracle as orc
 
 CASES = [("panda", True), ("kinova", True), ("solo12", True), ("talos_full_v2", True),
          ("talos_full_v2", False)]

@@ -4,11 +4,10 @@ import math
 
 import numpy as np
 import pytest
-
 from core_util import ARM_JOINTS
+
 import rbd_ros.core as rbd
-from rbd_ros.node.runtime import DROP_DUPLICATE, DROP_NONFINITE, DROP_SIZE, build_runtime, \
-    bundled_robot_path
+from rbd_ros.node.runtime import DROP_DUPLICATE, DROP_NONFINITE, DROP_SIZE, build_runtime, bundled_robot_path
 
 ARM = ARM_JOINTS
 

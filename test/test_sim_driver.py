@@ -11,9 +11,18 @@ import pytest
 
 pytest.importorskip("mujoco", reason="sim driver: pip install '.[sim]'")
 
+from ros_harness import (  # noqa: E402
+    ARM_JOINTS,
+    ARM_URDF,
+    DiagnosticArray,
+    Float64MultiArray,
+    JointState,
+    NodeProcess,
+    unique_ns,
+    wait_for,
+)
+
 import rbd_ros.core as rbd  # noqa: E402
-from ros_harness import (ARM_URDF, ARM_JOINTS, DiagnosticArray, Float64MultiArray,  # noqa: E402
-                         JointState, NodeProcess, unique_ns, wait_for)
 
 Q0 = [0.0, 0.6, 0.0, -1.0, 0.0, 0.8, 0.0]
 RATE = 1000.0

@@ -16,8 +16,21 @@ ROS-free; depends on numpy, numba and urdf-parser-py only.
 
 Conventions: see the README (joint order, free-flyer layout, wrench frames, SI units).
 """
-from .dynamics import (FEXT_FRAMES, aba, bias, compensation_into, coriolis_matrix, crba, dof_indices,
-                       forward_dynamics, gravity, ltdl, ltdl_solve, ltdl_unpack, rnea)
+from .dynamics import (
+                       FEXT_FRAMES,
+                       aba,
+                       bias,
+                       compensation_into,
+                       coriolis_matrix,
+                       crba,
+                       dof_indices,
+                       forward_dynamics,
+                       gravity,
+                       ltdl,
+                       ltdl_solve,
+                       ltdl_unpack,
+                       rnea,
+)
 from .model import Model, ModelError
 from .robot_terms import friction
 

@@ -9,8 +9,23 @@ module's gravity check, never on the URDF parser.
 import numpy as np
 
 from .joints import FREE
-from .layout import (C_JTYPE, C_PARENT, C_VI, H_GRAV, H_NB, H_NMIM, H_NQ, H_NV, H_NVF,
-                     H_OFF_ANC, H_OFF_ARM, H_OFF_BODY, H_OFF_MIMIC, HEADER, NCOL)
+from .layout import (
+    C_JTYPE,
+    C_PARENT,
+    C_VI,
+    H_GRAV,
+    H_NB,
+    H_NMIM,
+    H_NQ,
+    H_NV,
+    H_NVF,
+    H_OFF_ANC,
+    H_OFF_ARM,
+    H_OFF_BODY,
+    H_OFF_MIMIC,
+    HEADER,
+    NCOL,
+)
 from .model import _vector3
 
 

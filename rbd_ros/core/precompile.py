@@ -27,9 +27,12 @@ import time
 # prismatic, continuous) and a mimic joint; the compiled code is the same for any model
 _URDF = """<robot name="precompile">
   <link name="base"/>
-  <link name="a"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
-  <link name="b"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
-  <link name="c"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="a"><inertial><mass value="1"/>
+    <inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="b"><inertial><mass value="1"/>
+    <inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="c"><inertial><mass value="1"/>
+    <inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
   <joint name="j1" type="revolute"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/>
     <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
   <joint name="j2" type="prismatic"><parent link="a"/><child link="b"/><origin xyz="0.1 0 0"/><axis xyz="1 0 0"/>
@@ -50,7 +53,6 @@ def _steps():
     dofs = rbd.dof_indices(model)
     n = len(dofs)
     fe = np.zeros((len(model.link_names), 6))
-    Q, Z = np.tile(q, (2, 1)), np.zeros((2, model.nv))
 
     def merge():
         try:

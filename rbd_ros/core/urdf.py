@@ -27,8 +27,24 @@ import numpy as np
 
 from .builder import dof_elimination_tree, pack_model_data
 from .joints import FREE, NQ_OF, NV_OF, PRISMATIC, REVOLUTE, planar_basis
-from .layout import (C_AXIS, C_ET, C_FV, C_H, C_IBAR, C_JTYPE, C_MASS, C_MIMIC, C_MULT, C_OFFSET, C_PARENT,
-                     C_QI, C_RT, C_SUBEND, C_VI, NCOL)
+from .layout import (
+    C_AXIS,
+    C_ET,
+    C_FV,
+    C_H,
+    C_IBAR,
+    C_JTYPE,
+    C_MASS,
+    C_MIMIC,
+    C_MULT,
+    C_OFFSET,
+    C_PARENT,
+    C_QI,
+    C_RT,
+    C_SUBEND,
+    C_VI,
+    NCOL,
+)
 from .model import GRAVITY_BOUND, LinkInfo, Model, ModelError
 from .spatial import inertia_about_origin, rpy_to_matrix
 

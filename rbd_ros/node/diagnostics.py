@@ -23,8 +23,9 @@ def build_status(node_fqn: str, rt, stats, now: float, max_state_age: float, *,
     off, if they are (raises the level to WARN); command_friction: the parameter (the
     command output adds joint friction); payload_rejected: ~/payload messages refused.
     The model's payloads ("link: mass kg", ...) and non-zero armature ("joint: value")
-    come from rt. command: (key, value) pairs of the effort command (ControlPath.command_diagnostics: command_mode, command_fallback,
-    command_clamped, desired_dropped, ...); relay: the trajectory relay's totals
+    come from rt. command: (key, value) pairs of the effort command
+    (ControlPath.command_diagnostics: command_mode, command_fallback, command_clamped,
+    desired_dropped, ...); relay: the trajectory relay's totals
     ({"relayed": n, "refused": m}) or None."""
     status = DiagnosticStatus()
     status.name = f"rbd_ros: {node_fqn}"

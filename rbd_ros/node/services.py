@@ -386,9 +386,8 @@ def create_dynamics_services(node, base_name: str, get_runtime, log):
     """The four services under ``base_name`` (the dynamics node's fully qualified name),
     answered with the runtime returned by get_runtime().  Used by the node (in-process
     services) and by the service worker.  ImportError if rbd_ros_interfaces is missing."""
-    from rbd_ros_interfaces import srv as isrv
-
     from rbd_ros.node.names import SRV_FD, SRV_FD_TRAJ, SRV_ID, SRV_ID_TRAJ
+    from rbd_ros_interfaces import srv as isrv
     table = [
         (isrv.InverseDynamics, SRV_ID, inverse_dynamics),
         (isrv.InverseDynamicsTrajectory, SRV_ID_TRAJ, inverse_dynamics_trajectory),

@@ -83,7 +83,8 @@ def control_path_kernels():
 def service_kernels():
     """The cacheable ones: the parallel batch kernels are compiled at every start (numba
     cannot cache them; ~5 s), so they say nothing about the cache."""
-    from rbd_ros.core.algorithms import forward_dynamics as fd, rnea
+    from rbd_ros.core.algorithms import forward_dynamics as fd
+    from rbd_ros.core.algorithms import rnea
     return (rnea.rnea_k, rnea.rnea_fext_k, fd.forward_dynamics_k, fd.forward_dynamics_fext_k)
 
 

@@ -43,8 +43,8 @@ def _array(n):
 
 def load_description(urdf_file: str, robot_description: str) -> tuple[str, str]:
     """(URDF text, source) from the parameters: ``robot_description`` XML wins over ``urdf_file``."""
-    from rbd_ros.node.runtime import resolve_urdf_file
     import rbd_ros.core as rbd
+    from rbd_ros.node.runtime import resolve_urdf_file
 
     if robot_description.strip():
         return robot_description, "robot_description parameter"

@@ -30,7 +30,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 import rbd_ros.core as rbd
-from rbd_ros.core.layout import C_H, C_IBAR, C_MASS, NCOL, H_OFF_BODY
+from rbd_ros.core.layout import C_H, C_IBAR, C_MASS, H_OFF_BODY, NCOL
 
 _COMPILER = {"discardvisual": "true", "balanceinertia": "false", "fusestatic": "false",
              "inertiafromgeom": "false"}

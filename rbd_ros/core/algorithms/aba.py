@@ -64,13 +64,58 @@ import numpy as np
 from numba import njit, prange
 
 from ..joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
-from ..layout import (C_AXIS, C_ET, C_FV, C_JTYPE, C_MASS, C_MIMIC, C_MULT, C_OFFSET, C_PARENT, C_QI, C_VI, H_GRAV,
-                      H_NB, H_NMIM, H_NVF, H_OFF_ARM, W_ABA, W_COR, W_RNEA, W_WORLD, body_row, mimic_pair,
-                      region_offsets, thread_chunks, workspace_size)
-from ..spatial import (JIT, chol6_solve, cross_force_add, cross_motion, inertia_mul, inertia_to_mat6,
-                       inertia_xT_add, x_motion, x_motion_inv, xT_force_add)
-from .common import (BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_RESULT, BAD_V, OK, SINGULAR, S_column, all_finite,
-                     joint_motion)
+from ..layout import (
+    C_AXIS,
+    C_ET,
+    C_FV,
+    C_JTYPE,
+    C_MASS,
+    C_MIMIC,
+    C_MULT,
+    C_OFFSET,
+    C_PARENT,
+    C_QI,
+    C_VI,
+    H_GRAV,
+    H_NB,
+    H_NMIM,
+    H_NVF,
+    H_OFF_ARM,
+    W_ABA,
+    W_COR,
+    W_RNEA,
+    W_WORLD,
+    body_row,
+    mimic_pair,
+    region_offsets,
+    thread_chunks,
+    workspace_size,
+)
+from ..spatial import (
+    JIT,
+    chol6_solve,
+    cross_force_add,
+    cross_motion,
+    inertia_mul,
+    inertia_to_mat6,
+    inertia_xT_add,
+    x_motion,
+    x_motion_inv,
+    xT_force_add,
+)
+from .common import (
+    BAD_A,
+    BAD_FEXT,
+    BAD_Q,
+    BAD_QUAT,
+    BAD_RESULT,
+    BAD_V,
+    OK,
+    SINGULAR,
+    S_column,
+    all_finite,
+    joint_motion,
+)
 from .forward_dynamics import forward_dynamics_into
 from .rnea import world_placement
 

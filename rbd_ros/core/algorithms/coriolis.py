@@ -17,8 +17,7 @@ Mimic joints fold in as C = G^T C_full G.
 """
 from numba import njit
 
-from ..layout import (C_MASS, C_MULT, C_PARENT, H_NB, H_NMIM, H_NVF, W_COR, W_RNEA, W_WORLD, body_row,
-                      region_offsets)
+from ..layout import C_MASS, C_MULT, C_PARENT, H_NB, H_NMIM, H_NVF, W_COR, W_RNEA, W_WORLD, body_row, region_offsets
 from ..spatial import JIT, cross_motion, inertia_to_mat6, mat6_xT_X_add, x_motion_inv
 from .common import BAD_Q, BAD_QUAT, BAD_V, OK, S_column, all_finite, dof, joint_motion, joint_transform, ncols
 from .rnea import world_placement

@@ -27,11 +27,32 @@ import numpy as np
 from numba import njit, prange
 
 from ..joints import PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
-from ..layout import (C_AXIS, C_ET, C_JTYPE, C_MASS, C_MULT, C_OFFSET, C_PARENT, C_QI, C_SUBEND, H_NB, H_NMIM, H_NVF,
-                      H_OFF_ARM, W_COR, W_IC, W_RNEA, W_WORLD, body_row, region_offsets, thread_chunks, workspace_size)
+from ..layout import (
+    C_AXIS,
+    C_ET,
+    C_JTYPE,
+    C_MASS,
+    C_MULT,
+    C_OFFSET,
+    C_PARENT,
+    C_QI,
+    C_SUBEND,
+    H_NB,
+    H_NMIM,
+    H_NVF,
+    H_OFF_ARM,
+    W_COR,
+    W_IC,
+    W_RNEA,
+    W_WORLD,
+    body_row,
+    region_offsets,
+    thread_chunks,
+    workspace_size,
+)
 from ..spatial import JIT, inertia_mul, inertia_xT_add, x_motion_inv, xT_force_add
-from .rnea import world_placement
 from .common import BAD_Q, BAD_QUAT, OK, S_column, all_finite, dof, finite_result, ncols
+from .rnea import world_placement
 
 
 @njit(**JIT)

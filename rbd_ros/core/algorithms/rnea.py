@@ -18,10 +18,29 @@ the master's (``tau_master += multiplier * S_i^T f_i``), i.e. tau = G^T tau_full
 import numpy as np
 from numba import njit, prange
 
-from ..joints import (FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform,
-                      revolute_transform)
-from ..layout import (C_AXIS, C_ET, C_JTYPE, C_MASS, C_MULT, C_OFFSET, C_PARENT, C_QI, C_VI, H_GRAV, H_NB, H_NMIM,
-                      H_NVF, H_OFF_ARM, W_RNEA, W_WORLD, body_row, region_offsets, thread_chunks, workspace_size)
+from ..joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
+from ..layout import (
+    C_AXIS,
+    C_ET,
+    C_JTYPE,
+    C_MASS,
+    C_MULT,
+    C_OFFSET,
+    C_PARENT,
+    C_QI,
+    C_VI,
+    H_GRAV,
+    H_NB,
+    H_NMIM,
+    H_NVF,
+    H_OFF_ARM,
+    W_RNEA,
+    W_WORLD,
+    body_row,
+    region_offsets,
+    thread_chunks,
+    workspace_size,
+)
 from ..spatial import INLINE, JIT, cross_force_add, inertia_mul, x_force, x_motion, xT_force_add
 from .common import BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_V, OK, all_finite, finite_result
 

@@ -6,8 +6,25 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..joints import FREE, REVOLUTE
-from ..layout import (C_AXIS, C_ET, C_FV, C_H, C_IBAR, C_JTYPE, C_MASS, C_MIMIC, C_MULT, C_OFFSET, C_PARENT,
-                      C_QI, C_RT, C_VI, H_NB, H_NVF, body_row)
+from ..layout import (
+    C_AXIS,
+    C_ET,
+    C_FV,
+    C_H,
+    C_IBAR,
+    C_JTYPE,
+    C_MASS,
+    C_MIMIC,
+    C_MULT,
+    C_OFFSET,
+    C_PARENT,
+    C_QI,
+    C_RT,
+    C_VI,
+    H_NB,
+    H_NVF,
+    body_row,
+)
 from .spatial import inertia, plux
 
 
