@@ -243,6 +243,34 @@ def joint_state(names, q, v=None, stamp=None) -> JointState:
     return msg
 
 
+class JointStateStream:
+    """Publishes the same joint state at a fixed rate from a thread (sleep to deadlines),
+    remembering {stamp key: monotonic send time} in ``sent``; ``with`` starts and stops it."""
+
+    def __init__(self, pub, q, period=0.002):
+        self.pub, self.q, self.period = pub, np.asarray(q, float), period
+        self.sent = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        t_next = time.monotonic()
+        while not self._stop.is_set():
+            m = joint_state(ARM_JOINTS, self.q, np.zeros(len(self.q)))
+            self.sent[stamp_key(m.header.stamp)] = time.monotonic()
+            self.pub.publish(m)
+            t_next += self.period
+            time.sleep(max(0.0, t_next - time.monotonic()))
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
 def publish_until(pub, make_msg, rec, timeout=10.0, period=0.02, accept=None):
     """Publish fresh messages (new stamps) until rec gets an output carrying one of them
     (and, with accept, one that accept(output) approves)."""

@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 
 import numpy as np
@@ -97,6 +96,7 @@ from ros_harness import (  # noqa: E402
     ROOT,
     DiagnosticArray,
     JointState,
+    JointStateStream,
     NodeProcess,
     diagnostics_of,
     joint_state,
@@ -250,32 +250,17 @@ def test_stream_keeps_flowing_during_10k_relay(client, node):
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     line = caller.stdout.readline().strip()
     assert line == "ready", line
-    stop = threading.Event()
-    sent = {}
-
-    def stream():
-        period = 0.002
-        t_next = time.monotonic()
-        while not stop.is_set():
-            m = joint_state(ARM_JOINTS, q0, np.zeros(7))
-            sent[stamp_key(m.header.stamp)] = time.monotonic()
-            pub.publish(m)
-            t_next += period
-            time.sleep(max(0.0, t_next - time.monotonic()))
-
-    th = threading.Thread(target=stream, daemon=True)
-    th.start()
     try:
-        time.sleep(0.5)
-        caller.stdin.write("go\n")
-        caller.stdin.flush()
-        result = json.loads(caller.stdout.readline())
-        t_after = time.monotonic()  # sentinel: an input sent after the relay is answered
-        assert wait_for(lambda: any(sent.get(stamp_key(m.header.stamp), 0) > t_after + 0.1
-                                    for m in rec.snapshot()[0][-20:]), timeout=10)
+        with JointStateStream(pub, q0) as stream:
+            sent = stream.sent
+            time.sleep(0.5)
+            caller.stdin.write("go\n")
+            caller.stdin.flush()
+            result = json.loads(caller.stdout.readline())
+            t_after = time.monotonic()  # sentinel: an input sent after the relay is answered
+            assert wait_for(lambda: any(sent.get(stamp_key(m.header.stamp), 0) > t_after + 0.1
+                                        for m in rec.snapshot()[0][-20:]), timeout=10)
     finally:
-        stop.set()
-        th.join()
         caller.wait(30)
     assert result["success"], result
     assert result["points"] == 10_000 and result["max_err"] <= TOL, result

@@ -4,7 +4,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 
 import numpy as np
@@ -14,6 +13,7 @@ from ros_harness import (
     ARM_JOINTS,
     ROOT,
     JointState,
+    JointStateStream,
     NodeProcess,
     joint_state,
     publish_until,
@@ -322,32 +322,17 @@ def stream_during_10k_trajectory(client, node):
                                node.fqn, "10000", "50"], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True, env=env)
     assert caller.stdout.readline().strip() == "ready"
-    stop = threading.Event()
-    sent = {}
-
-    def stream():
-        period = 0.002
-        t_next = time.monotonic()
-        while not stop.is_set():
-            m = joint_state(ARM_JOINTS, q0, np.zeros(7))
-            sent[stamp_key(m.header.stamp)] = time.monotonic()
-            pub.publish(m)
-            t_next += period
-            time.sleep(max(0.0, t_next - time.monotonic()))
-
-    th = threading.Thread(target=stream, daemon=True)
-    th.start()
-    time.sleep(0.5)
-    caller.stdin.write("go\n")
-    caller.stdin.flush()
-    result = json.loads(caller.stdout.readline())
-    # the sentinel: the stream goes on after the call until an input sent after it is
-    # answered (reliable: everything before it was delivered by then)
-    t_after = time.monotonic()
-    wait_for(lambda: any(sent.get(stamp_key(m.header.stamp), 0) > t_after + 0.1
-                         for m in rec.snapshot()[0][-20:]), timeout=10)
-    stop.set()
-    th.join()
+    with JointStateStream(pub, q0) as stream:
+        sent = stream.sent
+        time.sleep(0.5)
+        caller.stdin.write("go\n")
+        caller.stdin.flush()
+        result = json.loads(caller.stdout.readline())
+        # the sentinel: the stream goes on after the call until an input sent after it is
+        # answered (reliable: everything before it was delivered by then)
+        t_after = time.monotonic()
+        wait_for(lambda: any(sent.get(stamp_key(m.header.stamp), 0) > t_after + 0.1
+                             for m in rec.snapshot()[0][-20:]), timeout=10)
     caller.wait(30)
     assert result["success"], result
     assert result["points"] == 10_000 and result["max_err"] <= TOL, result
