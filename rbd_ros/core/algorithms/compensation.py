@@ -9,11 +9,12 @@ then gathered into the caller's order of velocity indices ``dofs``:
 
 (H_out flat, row-major, m = len(dofs)).  Saves the Python round trips of
 three calls, their reordering and finiteness checks (~20 us per message in
-the ROS node for a 7-dof arm).
+the ROS node for a 7-dof arm).  Allocates nothing: g/b and H are computed into
+the workspace's vector and matrix regions (which RNEA and CRBA do not use).
 """
-import numpy as np
 from numba import njit
 
+from ..layout import H_NB, H_NMIM, H_NVF, region_offsets
 from ..spatial import INLINE, JIT
 from .common import BAD_DOFS, BAD_RESULT, OK, all_finite
 from .crba import crba_into
@@ -35,7 +36,10 @@ def compensation_k(md, ws, q, v, dofs, want_b, want_h, g_out, b_out, h_out):
     for k in range(m):
         if dofs[k] < 0 or dofs[k] >= nv:
             return BAD_DOFS
-    tmp = np.empty(nv)
+    offs = region_offsets(int(md[H_NB]), int(md[H_NVF]), int(md[H_NMIM]))
+    o_mat = offs[6]
+    o_vec = offs[7]
+    tmp = ws[o_vec:o_vec + nv]           # g, then b, in model order
     nofext = ws[:0].reshape((0, 6))
     st = rnea_into(md, ws, q, q, q, nofext, bool(0), bool(0), bool(0), tmp)  # plain booleans: see rnea.py
     if st != OK:
@@ -49,7 +53,7 @@ def compensation_k(md, ws, q, v, dofs, want_b, want_h, g_out, b_out, h_out):
         if not gather_finite(tmp, dofs, b_out):
             return BAD_RESULT
     if want_h:
-        H = np.empty((nv, nv))
+        H = ws[o_mat:o_mat + nv * nv].reshape((nv, nv))
         st = crba_into(md, ws, q, H)
         if st != OK:
             return st
