@@ -236,10 +236,6 @@ class DynamicsNode:
         self.log.info(f"model {m.name!r} loaded from {rt.source}: {rt.ndof} joint DOF"
                       f"{' + floating base' if rt.floating else ''}, {m.mass:.3f} kg; outputs in "
                       f"order {list(rt.out_names)}{extra}")
-        if rt.fd_error:
-            self.log.warning(f"model {m.name!r}: forward dynamics is not available "
-                             f"({rt.fd_error}); the forward dynamics services will refuse "
-                             "requests, everything else works")
 
     def _try_swap(self, text: str, where: str, p: params.Params = None) -> bool:
         try:

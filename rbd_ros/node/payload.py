@@ -223,21 +223,14 @@ def payloads_text(model) -> str:
 # ----------------------------------------------------------------------------- building
 
 def _finish(model, joints, source, options, warm: bool = True, services: bool = False) -> "rtm.Runtime":
-    """The Runtime; ``warm``: run every kernel once (Runtime.warm_up), else only find out
-    whether forward dynamics works (a payload change: the kernels are compiled already,
-    and warm_up's per-model caches cost ~20 ms for a humanoid)."""
+    """The Runtime; ``warm``: run every kernel this process needs once
+    (Runtime.warm_up). A payload change skips it: the kernels are compiled already,
+    warm_up's per-model work costs ~20 ms for a humanoid, and whether forward dynamics
+    works for the new model is found (and logged) by the service worker's own warm-up."""
     rt = rtm.Runtime(model, joints, source)
     rt.options = options
     if warm:
         rt.warm_up(services)
-    else:
-        q = np.array(model.neutral(), dtype=np.float64)
-        z = np.zeros(model.nv)
-        try:
-            rbd.forward_dynamics(model, q, z, z)
-            rt.fd_error = None
-        except ValueError as e:  # singular H (massless leaf), as in warm_up
-            rt.fd_error = str(e)
     return rt
 
 
