@@ -58,7 +58,7 @@ def one_start(node, cache_dir, ns, timeout):
 
     def read():
         for line in proc.stdout:
-            lines.append(line)
+            lines.append(f"{time.perf_counter() - t0:7.2f} s  {line}")
             for name, text in MARKS:
                 if text in line and name not in times:
                     times[name] = time.perf_counter() - t0
@@ -83,9 +83,12 @@ def one_start(node, cache_dir, ns, timeout):
         node.destroy_subscription(sub)
         node.destroy_publisher(pub)
         os.unlink(pf.name)
-    if not got.is_set():
+    if not got.is_set() or VERBOSE:
         sys.stderr.write("".join(lines[-40:]))
     return times
+
+
+VERBOSE = False
 
 
 def show(title, times):
@@ -98,8 +101,11 @@ def show(title, times):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs-warm", type=int, default=1)
+    ap.add_argument("--verbose", action="store_true", help="print the node's log lines with their times")
     ap.add_argument("--timeout", type=float, default=300.0)
     a = ap.parse_args()
+    global VERBOSE
+    VERBOSE = a.verbose
     rclpy.init()
     node = rclpy.create_node("first_start_bench")
     try:

@@ -69,3 +69,40 @@ def test_precompile_runs_every_step_in_two_processes():
     reported = [line[2:28].rstrip() for line in res.stdout.splitlines() if line.startswith("  ")]
     assert sorted(reported) == sorted(names), res.stdout  # each step once, by one of the two processes
     assert "kernels compiled into numba's cache" in res.stdout
+
+
+_LAW_PROBE = r"""
+import json, sys
+import numpy as np
+import rbd_ros.core as rbd
+from rbd_ros.core.algorithms.rnea import rnea_k
+from rbd_ros.node import command
+from rbd_ros.node.runtime import Runtime, resolve_urdf_file
+model = rbd.Model.from_urdf(resolve_urdf_file("rbd_arm7"))
+law = Runtime(model, (), "probe").law
+kernels = {"_desired_k": command._desired_k, "_ff_state_k": command._ff_state_k,
+           "_accel_k": command._accel_k, "_finish_k": command._finish_k}
+law.warm_kernels()
+after_kernels = {k: len(d.signatures) for k, d in kernels.items()}
+rnea_after_kernels = len(rnea_k.signatures)
+law.warm_up()
+print(json.dumps({"kernels": after_kernels, "rnea": rnea_after_kernels,
+                  "after_warm_up": {k: len(d.signatures) for k, d in kernels.items()},
+                  "rnea_after_warm_up": len(rnea_k.signatures)}))
+"""
+
+
+def test_command_law_warm_kernels_compiles_what_warm_up_needs_without_rnea(tmp_path):
+    """The first start's helper process compiles the command law's kernels while the node
+    compiles RNEA: warm_kernels must compile every signature warm_up uses (so the node
+    loads them from the disk cache) and not RNEA (the node's job)."""
+    import json
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path),
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    res = subprocess.run([sys.executable, "-c", _LAW_PROBE], capture_output=True, text=True, env=env,
+                         timeout=600)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert all(n >= 1 for n in out["kernels"].values()), out
+    assert out["after_warm_up"] == out["kernels"], out     # warm_up compiled nothing new
+    assert out["rnea"] == 0 and out["rnea_after_warm_up"] == 1, out

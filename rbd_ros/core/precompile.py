@@ -9,10 +9,8 @@ run or script starts warm instead of compiling for a minute or two.  The kernels
 not depend on the robot (a model is an array of numbers), so one small built-in
 model covers every robot.  With ``--jobs 2`` (default: up to 2, one per core) the
 kernels are split between two processes: the forward dynamics family (FD, ABA) and
-the rest.
-
-The parallel batch kernels (``rnea`` etc. on an (N, nv) batch) cannot be cached by
-numba (``parallel=True``); they are compiled on their first use in each process.
+the rest.  The batch kernels (an (N, nv) batch: serial row-range kernels that
+Python threads run in parallel) are cached like the others.
 """
 from __future__ import annotations
 
@@ -53,6 +51,7 @@ def _steps():
     dofs = rbd.dof_indices(model)
     n = len(dofs)
     fe = np.zeros((len(model.link_names), 6))
+    Q, Z = np.tile(q, (2, 1)), np.zeros((2, model.nv))
 
     def merge():
         try:
@@ -69,6 +68,13 @@ def _steps():
             return
         Runtime(model, (), "precompile").law.warm_up()
 
+    def command_law_kernels():
+        try:
+            from rbd_ros.node.runtime import Runtime
+        except ImportError:  # the node's dependencies are not installed: core only
+            return
+        Runtime(model, (), "precompile").law.warm_kernels()
+
     H = 2.0 * np.eye(model.nv)  # any SPD matrix (no crba here: it is a step of its own)
     # (name, call, group): with two jobs, group 1 (the forward dynamics family, which
     # also compiles RNEA and CRBA as its callees) runs beside group 0; shared callees
@@ -79,15 +85,19 @@ def _steps():
         ("rnea", lambda: rbd.rnea(model, q, z, z), 0),
         ("node merge kernel", merge, 0),
         ("node command law", command_law, 0),
+        ("node command law kernels", command_law_kernels, 0),
         ("crba", lambda: rbd.crba(model, q), 0),
         ("gravity, bias", lambda: (rbd.gravity(model, q), rbd.bias(model, q, z)), 0),
         ("rnea f_ext", lambda: rbd.rnea(model, q, z, z, f_ext=fe, f_ext_frame="world"), 0),
         ("coriolis_matrix", lambda: rbd.coriolis_matrix(model, q, z), 0),
         ("ltdl, ltdl_solve", lambda: rbd.ltdl_solve(model, rbd.ltdl(model, H), z), 0),
+        ("batch rnea, crba", lambda: (rbd.rnea(model, Q, Z, Z), rbd.crba(model, Q)), 0),
         ("forward_dynamics", lambda: rbd.forward_dynamics(model, q, z, z), 1),
         ("forward_dynamics f_ext", lambda: rbd.forward_dynamics(model, q, z, z, f_ext=fe), 1),
         ("aba", lambda: rbd.aba(model, q, z, z), 1),
         ("aba f_ext", lambda: rbd.aba(model, q, z, z, f_ext=fe), 1),
+        ("batch fd, aba", lambda: (rbd.forward_dynamics(model, Q, Z, Z),
+                                                       rbd.aba(model, Q, Z, Z)), 1),
     ]
 
 
@@ -97,8 +107,13 @@ def _cpu() -> float:
 
 
 def run_part(part: int, jobs: int, quiet: bool, only=None) -> None:
-    for name, fn, group in _steps():
-        if (only is not None and name not in only) or (only is None and group % jobs != part):
+    """Group ``part`` of the steps, or the steps named in ``only`` in that order."""
+    steps = _steps()
+    if only is not None:
+        by_name = {name: (name, fn, group) for name, fn, group in steps}
+        steps = [by_name[name] for name in only if name in by_name]
+    for name, fn, group in steps:
+        if only is None and group % jobs != part:
             continue
         c, t = _cpu(), time.perf_counter()
         fn()
@@ -119,7 +134,7 @@ def main(argv=None) -> int:
     warnings.filterwarnings("ignore", message="Cannot cache compiled function")
     jobs = max(1, min(2, a.jobs))  # two groups of kernels (_steps)
     if a.step:
-        run_part(0, 1, a.quiet, only=set(a.step))
+        run_part(0, 1, a.quiet, only=list(a.step))
         return 0
     if a.part is not None:
         run_part(a.part, jobs, a.quiet)

@@ -108,8 +108,12 @@ def _desired_k(pos, vel, acc, has_v, has_a, src, dst, dst_q, dst_v, qd, vd, ad, 
 @njit(cache=True, nogil=True)
 def _ff_state_k(q, v, qd, vd, named, dof_q, dof_v, q_ff, v_ff):
     """q_ff, v_ff = the measured state with the named DOFs replaced by the desired ones."""
-    q_ff[:] = q
-    v_ff[:] = v
+    # element loops, not ``q_ff[:] = q``: numba's array-to-slice assignment builds its
+    # shape-mismatch message with string formatting, ~2 s more to compile on a first start
+    for k in range(q.shape[0]):
+        q_ff[k] = q[k]
+    for k in range(v.shape[0]):
+        v_ff[k] = v[k]
     for i in range(named.shape[0]):
         if named[i]:
             q_ff[dof_q[i]] = qd[dof_q[i]]
@@ -120,7 +124,8 @@ def _ff_state_k(q, v, qd, vd, named, dof_q, dof_v, q_ff, v_ff):
 def _accel_k(q, v, qd, vd, ad, named, dof_q, dof_v, kp, kd, a_cmd):
     """a_cmd = q̈_d + Kp (q_d − q) + Kd (q̇_d − q̇) on the named DOFs (kp, kd in velocity
     order, 0 outside the output joints); q̈_d (zero) elsewhere.  No angle wrapping."""
-    a_cmd[:] = ad
+    for k in range(ad.shape[0]):    # not a_cmd[:] = ad (see _ff_state_k)
+        a_cmd[k] = ad[k]
     for i in range(named.shape[0]):
         if named[i]:
             iq = dof_q[i]
@@ -422,6 +427,25 @@ class CommandLaw:
             r = _finish_k(self.tau, self.out_v, rt.v, self.out_v, False, s.hold, s.friction,
                           self.damping, self.friction, s.eps, s.clamp, s.limit, self.cmd)
         return r, None
+
+    def warm_kernels(self) -> None:
+        """Compile the law's own kernels, not the core's RNEA (``rnea_k``, called from
+        Python here): what the first start's helper process compiles into numba's disk
+        cache while the node compiles RNEA (``warmup.warm_control_path``).  Same argument
+        types as the real calls; leaves no desired state."""
+        rt = self.rt
+        names = list(rt.out_names)
+        zeros = [0.0] * len(names)
+        self.set_desired(names, array.array("d", zeros), array.array("d", zeros),
+                         array.array("d", zeros), 0.0)
+        self.set_desired(names, zeros, [], [], 0.0)
+        kp = np.zeros(rt.model.nv)
+        _ff_state_k(rt.q, rt.v, self.qd, self.vd, self.named, rt.dof_q, rt.dof_v, self.q_ff, self.v_ff)
+        _accel_k(rt.q, rt.v, self.qd, self.vd, self.ad, self.named, rt.dof_q, rt.dof_v, kp, kp, self.a_cmd)
+        _finish_k(self.tau, self.out_v, rt.v, self.out_v, False, np.zeros(rt.nout), True, self.damping,
+                  self.friction, 0.01, True, np.full(rt.nout, np.inf), self.cmd)
+        self.clear_desired()
+        self.cmd[:] = 0.0
 
     def warm_up(self) -> None:
         """Compile every kernel (numba) off the control path; leaves no desired state."""

@@ -440,8 +440,9 @@ class DynamicsNode:
                 self.log.error(text, throttle_duration_sec=1.0)
 
     def _limit_numba_threads(self):
-        """Batch kernels run numba prange loops; cap their threads in this (background)
-        thread only -- numba's thread count is per calling thread."""
+        """Batch functions split a batch over ``numba.get_num_threads()`` threads; cap
+        that in this (background) thread only -- numba's thread count is per calling
+        thread."""
         try:
             import numba
             n = min(params.read(self.node).numba_threads, numba.config.NUMBA_NUM_THREADS)

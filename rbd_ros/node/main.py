@@ -1,7 +1,8 @@
 """``ros2 run rbd_ros dynamics_node [--ros-args ...]``
 
-Signals: the first SIGINT/SIGTERM stops the node (rclpy shuts its context down and
-a KeyboardInterrupt unwinds a start-up still in progress); any further ones
+Signals: the first SIGINT/SIGTERM stops the node (rclpy shuts its context down, which
+ends the spin loop; a KeyboardInterrupt unwinds a start-up still in progress -- not a
+running node, where it would surface inside a callback as a logged traceback); any further ones
 (``ros2 launch`` forwards a terminal Ctrl-C that the node got already) are ignored
 while it shuts down -- also during the interpreter's exit --, so it exits with
 code 0 and no traceback."""
@@ -12,18 +13,21 @@ import sys
 
 
 class _Once:
-    """Python-level SIGINT/SIGTERM handler: KeyboardInterrupt the first time, nothing after.
-    Installed before rclpy.init, whose own handler (shut down the context, wake the
-    executors) runs first and then chains to this one."""
+    """Python-level SIGINT/SIGTERM handler: KeyboardInterrupt the first time during the
+    start-up, nothing after, nor once the node spins (``spinning``: the context's shutdown
+    ends the spin loop).  Installed before rclpy.init, whose own handler (shut down the
+    context, wake the executors) runs first and then chains to this one."""
 
     def __init__(self):
         self.fired = False
+        self.spinning = False
 
     def __call__(self, signum, frame):
         if self.fired:
             return
         self.fired = True
-        raise KeyboardInterrupt
+        if not self.spinning:
+            raise KeyboardInterrupt
 
 
 def main(args=None):
@@ -38,6 +42,7 @@ def main(args=None):
 
         rclpy.init(args=sys.argv if args is None else args)
         node = DynamicsNode(node_name=DEFAULT_NAME)
+        once.spinning = True
         node.spin()
     except KeyboardInterrupt:
         pass

@@ -7,9 +7,10 @@ cache is empty and compiling everything takes minutes of CPU, so the work is spl
 
 * ``warm_control_path`` (the node process, before the first torque): only what the
   torque topics use -- ``compensation_into`` (g, b, H in one call), ``rnea`` (computed
-  torque) and the joint-state merge kernel.  From an empty cache a second process
-  compiles CRBA into the disk cache meanwhile (the other core), so the node's own
-  compile is about RNEA's alone.
+  torque), the joint-state merge kernel and the command law's kernels.  From an empty
+  cache a second process compiles CRBA, the command law's kernels and the merge kernel
+  into the disk cache meanwhile (the other core), so the node's own compile is about
+  RNEA's alone.
 * ``warm_services`` (the service worker, a process of its own, so on the other core
   and while the node already publishes): inverse and forward dynamics, single, batch
   and with external wrenches.  Also finds out whether forward dynamics is available
@@ -76,27 +77,34 @@ def _announce(what: str, dispatchers, seconds: int, log):
 def control_path_kernels():
     from rbd_ros.core.algorithms.compensation import compensation_k
     from rbd_ros.core.algorithms.rnea import rnea_k
+    from rbd_ros.node.command import _finish_k
     from rbd_ros.node.runtime import _merge_k
-    return (compensation_k, rnea_k, _merge_k)
+    return (compensation_k, rnea_k, _merge_k, _finish_k)
 
 
 def service_kernels():
-    """The cacheable ones: the parallel batch kernels are compiled at every start (numba
-    cannot cache them; ~5 s), so they say nothing about the cache."""
     from rbd_ros.core.algorithms import forward_dynamics as fd
     from rbd_ros.core.algorithms import rnea
-    return (rnea.rnea_k, rnea.rnea_fext_k, fd.forward_dynamics_k, fd.forward_dynamics_fext_k)
+    return (rnea.rnea_k, rnea.rnea_fext_k, rnea.rnea_batch_k, fd.forward_dynamics_k,
+            fd.forward_dynamics_fext_k, fd.forward_dynamics_batch_k)
 
 
-def _compile_crba_elsewhere():
-    """From a cold cache, compile CRBA in a second process (the other core) into numba's
-    disk cache while this one compiles RNEA: ``compensation_into`` needs both, and numba
-    loads a callee from the disk cache when it is there.  None if it cannot start."""
+# what the helper process compiles (precompile step names), CRBA first: compensation_into
+# waits for it
+HELPER_STEPS = ("crba", "node command law kernels", "node merge kernel")
+
+
+def _compile_elsewhere():
+    """From a cold cache, compile CRBA, the command law's and the merge kernel in a second
+    process (the other core) into numba's disk cache while this one compiles RNEA:
+    ``compensation_into`` needs both RNEA and CRBA, and numba loads a kernel from the disk
+    cache when it is there.  None if it cannot start."""
     env = dict(os.environ)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     try:
-        return subprocess.Popen([sys.executable, "-m", "rbd_ros.core.precompile", "--quiet", "--step", "crba"],
+        steps = [arg for step in HELPER_STEPS for arg in ("--step", step)]
+        return subprocess.Popen([sys.executable, "-m", "rbd_ros.core.precompile", "--quiet", *steps],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env)
     except OSError:
         return None
@@ -106,11 +114,11 @@ def warm_control_path(rt, log=None) -> None:
     """Compile and run once what the node's torque topics use (see the module docstring)."""
     from rbd_ros.node.runtime import _merge_k
     t0, was_cold = _announce("control-path", control_path_kernels(), CONTROL_PATH_S, log)
-    helper = _compile_crba_elsewhere() if was_cold else None
+    helper = _compile_elsewhere() if was_cold else None
     model = rt.model
     q = np.array(model.neutral(), dtype=np.float64)
     z = np.zeros(model.nv)
-    rbd.rnea(model, q, z, z)        # compiles rnea_into, meanwhile the helper compiles crba_into
+    rbd.rnea(model, q, z, z)        # compiles rnea_into, meanwhile the helper compiles crba_into etc.
     if helper is not None:
         try:
             helper.wait(timeout=300)

@@ -61,7 +61,7 @@ errors ~ 4e-8 without the fallback).  Real robots near the origin stay
 above ~1e-3 (panda, ur5, talos, solo12, anymal: no fallback).
 """
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ..joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
 from ..layout import (
@@ -88,7 +88,6 @@ from ..layout import (
     body_row,
     mimic_pair,
     region_offsets,
-    thread_chunks,
     workspace_size,
 )
 from ..spatial import (
@@ -437,16 +436,17 @@ def aba_fext_k(md, ws, q, v, tau, fext, fext_world, out):
     return aba_into(md, ws, q, v, tau, fext, fext_world, out)
 
 
-@njit(**dict(JIT, parallel=True))
-def aba_batch_k(md, Q, V, T, fext, fext_world, OUT, status, nthreads):
+@njit(**JIT)
+def aba_batch_k(md, Q, V, T, fext, fext_world, OUT, status, start, stop):
+    """Row n of OUT = aba(Q[n], V[n], T[n], fext[n]) for start <= n < stop.
+    Serial, one workspace: ``dynamics._run_batch`` gives each thread one range (the
+    kernel releases the GIL, so Python threads run the ranges in parallel; a serial
+    kernel is cached by numba, a ``prange`` one would be recompiled in every process)."""
     N = Q.shape[0]
-    nth, chunk = thread_chunks(N, nthreads)
-    wsize = workspace_size(md)
-    for t in prange(nth):
-        ws = np.empty(wsize)
-        nofext = ws[:0].reshape((0, 6))
-        for n in range(t * chunk, min(N, (t + 1) * chunk)):
-            if fext.shape[0] == N:
-                status[n] = aba_into(md, ws, Q[n], V[n], T[n], fext[n], fext_world, OUT[n])
-            else:
-                status[n] = aba_into(md, ws, Q[n], V[n], T[n], nofext, fext_world, OUT[n])
+    ws = np.empty(workspace_size(md))
+    nofext = ws[:0].reshape((0, 6))
+    for n in range(start, stop):
+        if fext.shape[0] == N:
+            status[n] = aba_into(md, ws, Q[n], V[n], T[n], fext[n], fext_world, OUT[n])
+        else:
+            status[n] = aba_into(md, ws, Q[n], V[n], T[n], nofext, fext_world, OUT[n])

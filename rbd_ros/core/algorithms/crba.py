@@ -24,7 +24,7 @@ H = G^T H_full G.  The armature (rotor inertia, per DOF) is added to the
 diagonal.
 """
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ..joints import PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
 from ..layout import (
@@ -47,7 +47,6 @@ from ..layout import (
     W_WORLD,
     body_row,
     region_offsets,
-    thread_chunks,
     workspace_size,
 )
 from ..spatial import JIT, inertia_mul, inertia_xT_add, x_motion_inv, xT_force_add
@@ -141,12 +140,12 @@ def crba_k(md, ws, q, H):
     return finite_result(crba_into(md, ws, q, H), H)
 
 
-@njit(**dict(JIT, parallel=True))
-def crba_batch_k(md, Q, OUT, status, nthreads):
-    N = Q.shape[0]
-    nth, chunk = thread_chunks(N, nthreads)
-    wsize = workspace_size(md)
-    for t in prange(nth):
-        ws = np.empty(wsize)
-        for n in range(t * chunk, min(N, (t + 1) * chunk)):
-            status[n] = crba_into(md, ws, Q[n], OUT[n])
+@njit(**JIT)
+def crba_batch_k(md, Q, OUT, status, start, stop):
+    """OUT[n] = H(Q[n]) for start <= n < stop.
+    Serial, one workspace: ``dynamics._run_batch`` gives each thread one range (the
+    kernel releases the GIL, so Python threads run the ranges in parallel; a serial
+    kernel is cached by numba, a ``prange`` one would be recompiled in every process)."""
+    ws = np.empty(workspace_size(md))
+    for n in range(start, stop):
+        status[n] = crba_into(md, ws, Q[n], OUT[n])

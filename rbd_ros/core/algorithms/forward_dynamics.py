@@ -9,9 +9,9 @@ Statuses: SINGULAR only for a finite H that the relative pivot test of
 extreme arguments).
 """
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from ..layout import H_NB, H_NMIM, H_NV, H_NVF, region_offsets, thread_chunks, workspace_size
+from ..layout import H_NB, H_NMIM, H_NV, H_NVF, region_offsets, workspace_size
 from ..spatial import JIT
 from .common import BAD_A, BAD_RESULT, OK, SINGULAR, all_finite
 from .crba import crba_into
@@ -57,16 +57,17 @@ def forward_dynamics_fext_k(md, ws, q, v, tau, fext, fext_world, out):
     return forward_dynamics_into(md, ws, q, v, tau, fext, fext_world, out)
 
 
-@njit(**dict(JIT, parallel=True))
-def forward_dynamics_batch_k(md, Q, V, T, fext, fext_world, OUT, status, nthreads):
+@njit(**JIT)
+def forward_dynamics_batch_k(md, Q, V, T, fext, fext_world, OUT, status, start, stop):
+    """Row n of OUT = forward_dynamics(Q[n], V[n], T[n], fext[n]) for start <= n < stop.
+    Serial, one workspace: ``dynamics._run_batch`` gives each thread one range (the
+    kernel releases the GIL, so Python threads run the ranges in parallel; a serial
+    kernel is cached by numba, a ``prange`` one would be recompiled in every process)."""
     N = Q.shape[0]
-    nth, chunk = thread_chunks(N, nthreads)
-    wsize = workspace_size(md)
-    for t in prange(nth):
-        ws = np.empty(wsize)
-        nofext = ws[:0].reshape((0, 6))
-        for n in range(t * chunk, min(N, (t + 1) * chunk)):
-            if fext.shape[0] == N:
-                status[n] = forward_dynamics_into(md, ws, Q[n], V[n], T[n], fext[n], fext_world, OUT[n])
-            else:
-                status[n] = forward_dynamics_into(md, ws, Q[n], V[n], T[n], nofext, fext_world, OUT[n])
+    ws = np.empty(workspace_size(md))
+    nofext = ws[:0].reshape((0, 6))
+    for n in range(start, stop):
+        if fext.shape[0] == N:
+            status[n] = forward_dynamics_into(md, ws, Q[n], V[n], T[n], fext[n], fext_world, OUT[n])
+        else:
+            status[n] = forward_dynamics_into(md, ws, Q[n], V[n], T[n], nofext, fext_world, OUT[n])

@@ -16,7 +16,7 @@ A mimic joint's qd/qdd are ``multiplier * master``; its tau_i is folded into
 the master's (``tau_master += multiplier * S_i^T f_i``), i.e. tau = G^T tau_full.
 """
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ..joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
 from ..layout import (
@@ -38,7 +38,6 @@ from ..layout import (
     W_WORLD,
     body_row,
     region_offsets,
-    thread_chunks,
     workspace_size,
 )
 from ..spatial import INLINE, JIT, cross_force_add, inertia_mul, x_force, x_motion, xT_force_add
@@ -266,18 +265,18 @@ def bias_k(md, ws, q, v, out):
     return finite_result(rnea_into(md, ws, q, v, v, ws[:0].reshape((0, 6)), bool(0), bool(1), bool(0), out), out)
 
 
-@njit(**dict(JIT, parallel=True))
-def rnea_batch_k(md, Q, V, A, fext, fext_world, use_v, use_a, OUT, status, nthreads):
-    """Row n of OUT = rnea(Q[n], V[n], A[n], fext[n]); fext is (N, nb, 6) or (0, nb, 6).
-    States are split into one chunk per thread, each with its own workspace."""
+@njit(**JIT)
+def rnea_batch_k(md, Q, V, A, fext, fext_world, use_v, use_a, OUT, status, start, stop):
+    """Row n of OUT = rnea(Q[n], V[n], A[n], fext[n]) for start <= n < stop; fext is
+    (N, nb, 6) or (0, nb, 6).
+    Serial, one workspace: ``dynamics._run_batch`` gives each thread one range (the
+    kernel releases the GIL, so Python threads run the ranges in parallel; a serial
+    kernel is cached by numba, a ``prange`` one would be recompiled in every process)."""
     N = Q.shape[0]
-    nth, chunk = thread_chunks(N, nthreads)
-    wsize = workspace_size(md)
-    for t in prange(nth):
-        ws = np.empty(wsize)
-        nofext = ws[:0].reshape((0, 6))
-        for n in range(t * chunk, min(N, (t + 1) * chunk)):
-            if fext.shape[0] == N:
-                status[n] = rnea_into(md, ws, Q[n], V[n], A[n], fext[n], fext_world, use_v, use_a, OUT[n])
-            else:
-                status[n] = rnea_into(md, ws, Q[n], V[n], A[n], nofext, fext_world, use_v, use_a, OUT[n])
+    ws = np.empty(workspace_size(md))
+    nofext = ws[:0].reshape((0, 6))
+    for n in range(start, stop):
+        if fext.shape[0] == N:
+            status[n] = rnea_into(md, ws, Q[n], V[n], A[n], fext[n], fext_world, use_v, use_a, OUT[n])
+        else:
+            status[n] = rnea_into(md, ws, Q[n], V[n], A[n], nofext, fext_world, use_v, use_a, OUT[n])
