@@ -23,12 +23,12 @@ import numpy as np
 from numba import config as numba_config
 from numba import get_num_threads
 
-from .algorithms.aba import aba_batch_k, aba_fext_k, aba_k
+from .algorithms.aba import aba_batch_k, aba_k
 from .algorithms.common import BAD_DOFS, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_RESULT, BAD_V, OK, SINGULAR
 from .algorithms.compensation import compensation_k
 from .algorithms.coriolis import coriolis_k
 from .algorithms.crba import crba_batch_k, crba_k
-from .algorithms.forward_dynamics import forward_dynamics_batch_k, forward_dynamics_fext_k, forward_dynamics_k
+from .algorithms.forward_dynamics import forward_dynamics_batch_k, forward_dynamics_k
 from .algorithms.ltdl import ltdl_k, ltdl_solve_k
 from .algorithms.rnea import bias_k, gravity_k, rnea_batch_k, rnea_fext_k, rnea_k
 from .model import Model
@@ -36,6 +36,7 @@ from .model import Model
 _F8 = np.dtype(np.float64)
 _ND = np.ndarray
 _NO_FEXT3 = np.zeros((0, 0, 6))
+_NO_FEXT = np.zeros((0, 6))   # no f_ext: a (0, 6) array of per-body wrenches
 FEXT_FRAMES = ("local", "world")
 _LOCAL = FEXT_FRAMES[0]
 
@@ -74,8 +75,8 @@ def _behaved_inputs(kernel):
     kernel._compile_for_args = _compile_for_args
 
 
-for _k in (aba_batch_k, aba_fext_k, aba_k, compensation_k, coriolis_k, crba_batch_k, crba_k,
-           forward_dynamics_batch_k, forward_dynamics_fext_k, forward_dynamics_k, ltdl_k, ltdl_solve_k,
+for _k in (aba_batch_k, aba_k, compensation_k, coriolis_k, crba_batch_k, crba_k,
+           forward_dynamics_batch_k, forward_dynamics_k, ltdl_k, ltdl_solve_k,
            bias_k, gravity_k, rnea_batch_k, rnea_fext_k, rnea_k):
     _behaved_inputs(_k)
 
@@ -452,8 +453,7 @@ def forward_dynamics(model, q, v, tau, f_ext=None, f_ext_frame="local"):
     sparse LᵀDL factorisation.  ``f_ext`` as in :func:`rnea`.  A singular H
     (a pivot d_k <= 1e-10 H_kk, e.g. a joint that moves no mass) raises
     ValueError."""
-    return _fd(model, q, v, tau, f_ext, f_ext_frame, forward_dynamics_k, forward_dynamics_fext_k,
-               forward_dynamics_batch_k)
+    return _fd(model, q, v, tau, f_ext, f_ext_frame, forward_dynamics_k, forward_dynamics_batch_k)
 
 
 def aba(model, q, v, tau, f_ext=None, f_ext_frame="local"):
@@ -461,14 +461,14 @@ def aba(model, q, v, tau, f_ext=None, f_ext_frame="local"):
     :func:`forward_dynamics`; mimic joints handled as constraints; where an
     articulated inertia is nearly singular the kernel falls back to CRBA +
     LᵀDL, see ``algorithms/aba.py``)."""
-    return _fd(model, q, v, tau, f_ext, f_ext_frame, aba_k, aba_fext_k, aba_batch_k)
+    return _fd(model, q, v, tau, f_ext, f_ext_frame, aba_k, aba_batch_k)
 
 
-def _fd(model, q, v, tau, f_ext, frame, kernel, kernel_fext, kernel_batch):
+def _fd(model, q, v, tau, f_ext, frame, kernel, kernel_batch):
     try:
         if f_ext is None and frame is _LOCAL and _plain3(model, q, v, tau):
             out = np.empty(model._nv)
-            st = kernel(model.md, model.workspace(), q, v, tau, out)
+            st = kernel(model.md, model.workspace(), q, v, tau, _NO_FEXT, False, out)
             if st:
                 _check(st, "tau", args=(("q", q), ("v", v), ("tau", tau)))
             return out
@@ -485,10 +485,10 @@ def _fd(model, q, v, tau, f_ext, frame, kernel, kernel_fext, kernel_batch):
     if N is None:
         out = np.empty(model.nv)
         if f_ext is None:
-            _check(kernel(model.md, model.workspace(), q, v, tau, out), "tau", args=args)
+            _check(kernel(model.md, model.workspace(), q, v, tau, _NO_FEXT, False, out), "tau", args=args)
         else:
             fe, world = _fext(model, f_ext, frame, None)
-            _check(kernel_fext(model.md, model.workspace(), q, v, tau, fe, world, out), "tau", args=args)
+            _check(kernel(model.md, model.workspace(), q, v, tau, fe, world, out), "tau", args=args)
         return out
     fe, world = (_NO_FEXT3, False) if f_ext is None else _fext(model, f_ext, frame, N)
     out = np.empty((N, model.nv))

@@ -86,7 +86,7 @@ def service_kernels():
     from rbd_ros.core.algorithms import forward_dynamics as fd
     from rbd_ros.core.algorithms import rnea
     return (rnea.rnea_k, rnea.rnea_fext_k, rnea.rnea_batch_k, fd.forward_dynamics_k,
-            fd.forward_dynamics_fext_k, fd.forward_dynamics_batch_k)
+            fd.forward_dynamics_batch_k)
 
 
 # what the helper process compiles (precompile step names), CRBA first: compensation_into

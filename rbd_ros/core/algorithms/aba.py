@@ -426,14 +426,10 @@ def _cholesky_solve(K, x):
     return True
 
 
-@njit(**JIT)
-def aba_k(md, ws, q, v, tau, out):
-    return aba_into(md, ws, q, v, tau, ws[:0].reshape((0, 6)), bool(0), out)  # plain boolean: see rnea.py
-
-
-@njit(**JIT)
-def aba_fext_k(md, ws, q, v, tau, fext, fext_world, out):
-    return aba_into(md, ws, q, v, tau, fext, fext_world, out)
+# The single-call entry point is aba_into itself, with or without f_ext (a (0, 6) fext:
+# none): a wrapper kernel would cost ~1.6 s of compile (numba re-optimises the whole
+# linked callee in every caller) for ~50 ns less argument passing.
+aba_k = aba_into
 
 
 @njit(**JIT)

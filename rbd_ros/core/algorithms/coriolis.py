@@ -152,6 +152,4 @@ def coriolis_into(md, ws, q, v, C):
     return OK
 
 
-@njit(**JIT)
-def coriolis_k(md, ws, q, v, C):
-    return coriolis_into(md, ws, q, v, C)
+coriolis_k = coriolis_into   # the entry point (no wrapper kernel: see aba.aba_k)

@@ -47,14 +47,8 @@ def forward_dynamics_into(md, ws, q, v, tau, fext, fext_world, out):
     return OK
 
 
-@njit(**JIT)
-def forward_dynamics_k(md, ws, q, v, tau, out):
-    return forward_dynamics_into(md, ws, q, v, tau, ws[:0].reshape((0, 6)), bool(0), out)
-
-
-@njit(**JIT)
-def forward_dynamics_fext_k(md, ws, q, v, tau, fext, fext_world, out):
-    return forward_dynamics_into(md, ws, q, v, tau, fext, fext_world, out)
+# the single-call entry point, with or without f_ext (no wrapper kernel: see aba.aba_k)
+forward_dynamics_k = forward_dynamics_into
 
 
 @njit(**JIT)
