@@ -168,3 +168,30 @@ def test_ltdl_rejects_non_positive_definite(model):
         rbd.ltdl(model, -np.eye(2))
     with pytest.raises(ValueError, match="shape"):
         rbd.ltdl(model, np.eye(3))
+
+
+def test_fast_paths_in_a_fresh_thread_and_on_a_non_model(model):
+    """The single-call fast paths read this thread's workspace directly: the first call in
+    a new thread makes it (same results as the main thread), and a non-Model is still a
+    TypeError naming ``model``."""
+    import threading
+    q, v, a = np.full(model.nq, 0.3), np.full(model.nv, 0.2), np.full(model.nv, 0.1)
+    calls = {"rnea": lambda: rbd.rnea(model, q, v, a), "gravity": lambda: rbd.gravity(model, q),
+             "bias": lambda: rbd.bias(model, q, v), "crba": lambda: rbd.crba(model, q),
+             "forward_dynamics": lambda: rbd.forward_dynamics(model, q, v, a),
+             "aba": lambda: rbd.aba(model, q, v, a)}
+    here = {name: f() for name, f in calls.items()}
+    for name, f in calls.items():       # one fresh thread per function: each call is a first one
+        got = {}
+        t = threading.Thread(target=lambda f=f, name=name: got.setdefault(name, f()))
+        t.start()
+        t.join()
+        assert name in got and np.array_equal(got[name], here[name]), name
+    for fn in (rbd.rnea, rbd.forward_dynamics, rbd.aba):
+        with pytest.raises(TypeError, match="model"):
+            fn("panda", q, v, a)
+    with pytest.raises(TypeError, match="model"):
+        rbd.bias(object(), q, v)
+    for fn in (rbd.gravity, rbd.crba):
+        with pytest.raises(TypeError, match="model"):
+            fn(None, q)

@@ -276,6 +276,7 @@ class Model:
         object.__setattr__(self, "_nv", int(self.md[H_NV]))
         object.__setattr__(self, "_sq", (int(self.md[H_NQ]),))
         object.__setattr__(self, "_sv", (int(self.md[H_NV]),))
+        object.__setattr__(self, "_shape_H", (int(self.md[H_NV]), int(self.md[H_NV])))
         nv = self._nv
         for name, fill, shape in (("damping", 0.0, (nv,)), ("friction", 0.0, (nv,)),
                                   ("effort_limit", np.inf, (nv,)), ("velocity_limit", np.inf, (nv,)),

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""This tree's core against another git revision's, single calls, in one process.
+
+    python bench/ab.py [--rev HEAD~1] [--robots panda,talos_full_v2] [--rounds 41]
+
+The other revision's ``rbd_ros/core`` is exported (``git archive``) into a temporary
+directory as the package ``rbd_ros_ab`` (its own numba cache there: the first run
+compiles it, ~1 min), both are imported, and each public function is timed in
+interleaved rounds (old, new, old, new ...) on the same states; the ratio printed is
+the median over rounds of new/old, so one noisy second cannot swing it.  Results of
+the two trees are also compared (they must agree to 1e-12 relative).  A benchmark,
+not a test: nothing here asserts on speed.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "test"))  # oracle.py (robot URDFs)
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+import oracle as orc  # noqa: E402
+
+import rbd_ros.core as new  # noqa: E402
+
+FUNCS = ("rnea", "gravity", "bias", "crba", "forward_dynamics", "aba")
+
+
+def export(rev: str, dest: str):
+    """rbd_ros/core of ``rev`` as the package ``rbd_ros_ab`` under ``dest`` (kept between
+    runs of the same revision, so its numba cache is too)."""
+    sha = subprocess.run(["git", "-C", ROOT, "rev-parse", rev], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    pkg = os.path.join(dest, sha[:12], "rbd_ros_ab")
+    if not os.path.isdir(pkg):
+        tmp = tempfile.mkdtemp(dir=dest)
+        data = subprocess.run(["git", "-C", ROOT, "archive", sha, "rbd_ros/core"], capture_output=True,
+                              check=True).stdout
+        tar = os.path.join(tmp, "core.tar")
+        with open(tar, "wb") as f:
+            f.write(data)
+        with tarfile.open(tar) as t:
+            t.extractall(tmp, filter="data")
+        os.makedirs(os.path.dirname(pkg), exist_ok=True)
+        os.makedirs(os.path.join(tmp, "rbd_ros_ab"))
+        open(os.path.join(tmp, "rbd_ros_ab", "__init__.py"), "w").close()
+        shutil.move(os.path.join(tmp, "rbd_ros", "core"), os.path.join(tmp, "rbd_ros_ab", "core"))
+        shutil.move(os.path.join(tmp, "rbd_ros_ab"), pkg)
+        shutil.rmtree(tmp)
+    sys.path.insert(0, os.path.dirname(pkg))
+    return importlib.import_module("rbd_ros_ab.core"), sha[:12]
+
+
+def calls(lib, model, q, v, a):
+    return {
+        "rnea": lambda: lib.rnea(model, q, v, a),
+        "gravity": lambda: lib.gravity(model, q),
+        "bias": lambda: lib.bias(model, q, v),
+        "crba": lambda: lib.crba(model, q),
+        "forward_dynamics": lambda: lib.forward_dynamics(model, q, v, a),
+        "aba": lambda: lib.aba(model, q, v, a),
+    }
+
+
+def per_call_ns(fn, n):
+    t = time.perf_counter_ns()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter_ns() - t) / n
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rev", default="HEAD~1", help="the other revision (default HEAD~1)")
+    ap.add_argument("--robots", default="panda,talos_full_v2")
+    ap.add_argument("--rounds", type=int, default=41)
+    ap.add_argument("--calls", type=int, default=2000, help="calls per function per round")
+    ap.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "rbd_ros_ab"))
+    a = ap.parse_args()
+    os.makedirs(a.cache, exist_ok=True)
+    old, sha = export(a.rev, a.cache)
+    print(f"new: this tree; old: {a.rev} ({sha}); median over {a.rounds} interleaved rounds of "
+          f"{a.calls} calls; ratio = new / old (< 1: new is faster)")
+    print(f"{'robot':16s} {'function':18s} {'old us':>8s} {'new us':>8s} {'ratio':>7s}")
+    rng = np.random.default_rng(0)
+    for robot in a.robots.split(","):
+        urdf = orc.robot_urdf(robot)
+        floating = orc.ROBOTS[robot][1]
+        mo = old.Model.from_urdf(urdf, floating_base=floating, mimic=False)
+        mn = new.Model.from_urdf(urdf, floating_base=floating, mimic=False)
+        q = mn.neutral() + 0.1 * rng.standard_normal(mn.nq) * (np.arange(mn.nq) >= (7 if floating else 0))
+        q[:3] += 0.1 if floating else 0.0
+        v = rng.standard_normal(mn.nv)
+        acc = rng.standard_normal(mn.nv)
+        co, cn = calls(old, mo, q, v, acc), calls(new, mn, q, v, acc)
+        for f in FUNCS:
+            ro, rn = co[f](), cn[f]()
+            err = np.max(np.abs(ro - rn)) / max(1.0, np.max(np.abs(ro)))
+            assert err <= 1e-12, (robot, f, err)
+            for _ in range(3):
+                per_call_ns(co[f], a.calls // 4)
+                per_call_ns(cn[f], a.calls // 4)
+            to, tn = [], []
+            for _ in range(a.rounds):
+                to.append(per_call_ns(co[f], a.calls))
+                tn.append(per_call_ns(cn[f], a.calls))
+            ratio = statistics.median(n / o for n, o in zip(tn, to))
+            print(f"{robot:16s} {f:18s} {statistics.median(to) / 1e3:8.2f} {statistics.median(tn) / 1e3:8.2f} "
+                  f"{ratio:7.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
