@@ -138,8 +138,8 @@ def workspace_views(model, ws=None):
     def region(r, width):
         return ws[offs[r]:offs[r] + nb * width].reshape(nb, width)
 
-    def slot(reg, o, n, shape=()):
-        return reg[:, o:o + n].reshape((nb,) + shape)
+    def slot(reg, o, n, shape=None):
+        return reg[:, o:o + n].reshape((nb,) + (shape or (n,)))
 
     R, W, IC, A, C, F = (region(R_RNEA, W_RNEA), region(R_WORLD, W_WORLD), region(R_IC, W_IC),
                          region(R_ABA, W_ABA), region(R_COR, W_COR), region(R_CRBA, W_CRBA))
