@@ -30,10 +30,11 @@ its width and region):
               body i's origin, body frame
 ``IA, pA, c`` aba: articulated inertia and bias force, velocity product
               c_i = v_i × S_i qd_i, world frame
-``S_world``   crba, coriolis_matrix, aba (1-DOF: column 0): the joint's
+``S_world``   coriolis_matrix, aba (1-DOF: column 0): the joint's
               motion subspace columns in world coordinates (WO_S)
-``F_world``   crba: F_i = I^c_i S_i, one column per column of S_i, world
-              coordinates (CR_F)
+``crba_S_world``, ``F_world``
+              crba: the same S_i columns (CR_S) and F_i = I^c_i S_i, one
+              column per column of S_i, world coordinates (CR_F)
 ``Sdot_world``, ``Ic_world``, ``Bc_world``
               coriolis_matrix: Ṡ_i columns; I^c_i and B^c_i (composites
               over i's subtree), world frame (CO_SDOT, CO_IC, CO_BC)
@@ -52,6 +53,7 @@ from .layout import (
     CO_IC,
     CO_SDOT,
     CR_F,
+    CR_S,
     H_NB,
     H_NMIM,
     H_NV,
@@ -96,6 +98,7 @@ class WorkspaceViews:
     pA: np.ndarray       # (nb, 6)
     c: np.ndarray        # (nb, 6)
     S_world: np.ndarray  # (nb, 6, 6): column k of S at [i, k]
+    crba_S_world: np.ndarray  # (nb, 6, 6)  crba: column k of S at [i, k]
     F_world: np.ndarray  # (nb, 6, 6)  crba: column k of I^c S at [i, k]
     Sdot_world: np.ndarray   # (nb, 6, 6)  coriolis_matrix: Ṡ columns
     Ic_world: np.ndarray     # (nb, 6, 6)  coriolis_matrix: composite inertia, world frame
@@ -117,8 +120,8 @@ class WorkspaceViews:
     def body(self, i):
         """Every per-body slot of body i, by name."""
         return {k: getattr(self, k)[i] for k in ("E", "r", "v", "a", "f", "E0", "r0", "Ic_m", "Ic_h", "Ic_Ibar",
-                                                 "IA", "pA", "c", "S_world", "F_world", "Sdot_world", "Ic_world",
-                                                 "Bc_world")}
+                                                 "IA", "pA", "c", "S_world", "crba_S_world", "F_world", "Sdot_world",
+                                                 "Ic_world", "Bc_world")}
 
 
 def _plux(E, r):
@@ -149,7 +152,8 @@ def workspace_views(model, ws=None):
         f=slot(R, RN_F, 6), E0=slot(W, WO_X, 9, (3, 3)), r0=slot(W, WO_X + 9, 3),
         Ic_m=IC[:, IC_I], Ic_h=slot(IC, IC_I + 1, 3), Ic_Ibar=slot(IC, IC_I + 4, 9, (3, 3)),
         IA=slot(A, AB_IA, 36, (6, 6)), pA=slot(A, AB_PA, 6), c=slot(A, AB_C, 6),
-        S_world=slot(W, WO_S, 36, (6, 6)), F_world=slot(F, CR_F, 36, (6, 6)),
+        S_world=slot(W, WO_S, 36, (6, 6)), crba_S_world=slot(F, CR_S, 36, (6, 6)),
+        F_world=slot(F, CR_F, 36, (6, 6)),
         Sdot_world=slot(C, CO_SDOT, 36, (6, 6)), Ic_world=slot(C, CO_IC, 36, (6, 6)),
         Bc_world=slot(C, CO_BC, 36, (6, 6)),
         H=ws[o_mat:o_mat + nv * nv].reshape(nv, nv))

@@ -38,6 +38,7 @@ from ..layout import (
     C_QI,
     C_SUBEND,
     CR_F,
+    CR_S,
     H_NB,
     H_NMIM,
     H_NVF,
@@ -49,7 +50,6 @@ from ..layout import (
     R_TMP,
     R_WORLD,
     RN_X,
-    WO_S,
     WO_X,
     body_row,
     crba_slot,
@@ -72,23 +72,23 @@ def crba_into(md, ws, q, H):
     if not all_finite(q):
         return BAD_Q
     offs = region_offsets(nb, int(md[H_NVF]), int(md[H_NMIM]))
-    oR = offs[R_RNEA]
-    oW = offs[R_WORLD]          # X0_j, and S_j in world coordinates (WO_S)
-    oI = offs[R_IC]
-    oF = offs[R_CRBA]           # F_j = I^c_j S_j in world coordinates (CR_F)
-    t = offs[R_TMP]             # scratch: S at t, I^c S at t+6
+    oR = offs[R_RNEA]            # X_j (RN_X)
+    oW = offs[R_WORLD]           # X0_j (WO_X)
+    oI = offs[R_IC]              # I^c_j, body frame (IC_I)
+    oS = offs[R_CRBA] + CR_S     # with crba_slot: S_j in world coordinates (6 per column)
+    oF = offs[R_CRBA] + CR_F     # with crba_slot: I^c_j S_j in world coordinates (6 per column)
+    t = offs[R_TMP]              # scratch: S at t, I^c S at t+6
     for i in range(nb):
         o = body_row(md, i)
-        x = rnea_slot(oR, i) + RN_X
         jt = int(md[o + C_JTYPE])
         qi = int(md[o + C_QI])
         if jt == REVOLUTE:
             revolute_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
-                               ws, x)
+                               ws, rnea_slot(oR, i) + RN_X)
         elif jt == PRISMATIC:
             prismatic_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
-                                ws, x)
-        elif not free_transform(md, o + C_ET, q, qi, ws, x):
+                                ws, rnea_slot(oR, i) + RN_X)
+        elif not free_transform(md, o + C_ET, q, qi, ws, rnea_slot(oR, i) + RN_X):
             return BAD_QUAT
         for k in range(13):
             ws[ic_slot(oI, i) + IC_I + k] = md[o + C_MASS + k]
@@ -103,15 +103,14 @@ def crba_into(md, ws, q, H):
     for i in range(nb):
         o = body_row(md, i)
         world_placement(md, ws, i, oR, oW)
-        w = world_slot(oW, i)
+        w = world_slot(oW, i) + WO_X
         for c in range(ncols(md, o)):
             S_column(md, o, c, ws, t)
-            x_motion_inv(ws, w + WO_X, ws, t, ws, w + WO_S + 6 * c)
+            x_motion_inv(ws, w, ws, t, ws, crba_slot(oS, i) + 6 * c)
             inertia_mul(ws, ic_slot(oI, i) + IC_I, ws, t, ws, t + 6)
-            f = crba_slot(oF, i) + CR_F + 6 * c
             for k in range(6):
-                ws[f + k] = 0.0
-            xT_force_add(ws, w + WO_X, ws, t + 6, ws, f)
+                ws[crba_slot(oF, i) + 6 * c + k] = 0.0
+            xT_force_add(ws, w, ws, t + 6, ws, crba_slot(oF, i) + 6 * c)
     # H_ij = S_i . F_j for j = i and every descendant j (bodies i+1..subtree end:
     # contiguous, no walking up parent pointers), then mirrored
     for i in range(nb):
@@ -119,7 +118,7 @@ def crba_into(md, ws, q, H):
         mi = md[o + C_MULT]
         end = int(md[o + C_SUBEND])
         for c in range(ncols(md, o)):
-            si = world_slot(oW, i) + WO_S + 6 * c
+            si = crba_slot(oS, i) + 6 * c
             s0 = ws[si]
             s1 = ws[si + 1]
             s2 = ws[si + 2]
@@ -128,14 +127,14 @@ def crba_into(md, ws, q, H):
             s5 = ws[si + 5]
             di = dof(md, o, c)
             for c2 in range(ncols(md, o)):
-                f = crba_slot(oF, i) + CR_F + 6 * c2
+                f = crba_slot(oF, i) + 6 * c2
                 H[di, dof(md, o, c2)] += mi * mi * (s0 * ws[f] + s1 * ws[f + 1] + s2 * ws[f + 2] + s3 * ws[f + 3]
                                                     + s4 * ws[f + 4] + s5 * ws[f + 5])
             for j in range(i + 1, end + 1):
                 oj = body_row(md, j)
                 mm = mi * md[oj + C_MULT]
                 for c2 in range(ncols(md, oj)):
-                    f = crba_slot(oF, j) + CR_F + 6 * c2
+                    f = crba_slot(oF, j) + 6 * c2
                     val = mm * (s0 * ws[f] + s1 * ws[f + 1] + s2 * ws[f + 2] + s3 * ws[f + 3] + s4 * ws[f + 4]
                                 + s5 * ws[f + 5])
                     dj = dof(md, oj, c2)
