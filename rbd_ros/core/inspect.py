@@ -30,11 +30,12 @@ its width and region):
               body i's origin, body frame
 ``IA, pA, c`` aba: articulated inertia and bias force, velocity product
               c_i = v_i × S_i qd_i, world frame
-``S_world``   coriolis_matrix, aba (1-DOF: column 0): the joint's
-              motion subspace columns in world coordinates (WO_S)
+``S_world``   coriolis_matrix: the joint's motion subspace columns in
+              world coordinates (CO_S)
 ``crba_S_world``, ``F_world``
               crba: the same S_i columns (CR_S) and F_i = I^c_i S_i, one
               column per column of S_i, world coordinates (CR_F)
+``aba_S_world`` aba (1-DOF joints): S_i in world coordinates (AB_S)
 ``Sdot_world``, ``Ic_world``, ``Bc_world``
               coriolis_matrix: Ṡ_i columns; I^c_i and B^c_i (composites
               over i's subtree), world frame (CO_SDOT, CO_IC, CO_BC)
@@ -49,8 +50,10 @@ from .layout import (
     AB_C,
     AB_IA,
     AB_PA,
+    AB_S,
     CO_BC,
     CO_IC,
+    CO_S,
     CO_SDOT,
     CR_F,
     CR_S,
@@ -76,7 +79,6 @@ from .layout import (
     W_IC,
     W_RNEA,
     W_WORLD,
-    WO_S,
     WO_X,
     region_offsets,
 )
@@ -99,6 +101,7 @@ class WorkspaceViews:
     c: np.ndarray        # (nb, 6)
     S_world: np.ndarray  # (nb, 6, 6): column k of S at [i, k]
     crba_S_world: np.ndarray  # (nb, 6, 6)  crba: column k of S at [i, k]
+    aba_S_world: np.ndarray   # (nb, 6)  aba: S of a 1-DOF joint
     F_world: np.ndarray  # (nb, 6, 6)  crba: column k of I^c S at [i, k]
     Sdot_world: np.ndarray   # (nb, 6, 6)  coriolis_matrix: Ṡ columns
     Ic_world: np.ndarray     # (nb, 6, 6)  coriolis_matrix: composite inertia, world frame
@@ -120,8 +123,8 @@ class WorkspaceViews:
     def body(self, i):
         """Every per-body slot of body i, by name."""
         return {k: getattr(self, k)[i] for k in ("E", "r", "v", "a", "f", "E0", "r0", "Ic_m", "Ic_h", "Ic_Ibar",
-                                                 "IA", "pA", "c", "S_world", "crba_S_world", "F_world", "Sdot_world",
-                                                 "Ic_world", "Bc_world")}
+                                                 "IA", "pA", "c", "aba_S_world", "S_world", "crba_S_world", "F_world",
+                                                 "Sdot_world", "Ic_world", "Bc_world")}
 
 
 def _plux(E, r):
@@ -152,7 +155,7 @@ def workspace_views(model, ws=None):
         f=slot(R, RN_F, 6), E0=slot(W, WO_X, 9, (3, 3)), r0=slot(W, WO_X + 9, 3),
         Ic_m=IC[:, IC_I], Ic_h=slot(IC, IC_I + 1, 3), Ic_Ibar=slot(IC, IC_I + 4, 9, (3, 3)),
         IA=slot(A, AB_IA, 36, (6, 6)), pA=slot(A, AB_PA, 6), c=slot(A, AB_C, 6),
-        S_world=slot(W, WO_S, 36, (6, 6)), crba_S_world=slot(F, CR_S, 36, (6, 6)),
+        aba_S_world=slot(A, AB_S, 6), S_world=slot(C, CO_S, 36, (6, 6)), crba_S_world=slot(F, CR_S, 36, (6, 6)),
         F_world=slot(F, CR_F, 36, (6, 6)),
         Sdot_world=slot(C, CO_SDOT, 36, (6, 6)), Ic_world=slot(C, CO_IC, 36, (6, 6)),
         Bc_world=slot(C, CO_BC, 36, (6, 6)),

@@ -57,34 +57,33 @@ RN_A = 18            # [6] acceleration a_i (a_0 = -a_g): rnea body frame; aba w
 RN_F = 24            # [6] rnea: force across joint i (subtree sum after the backward sweep), body frame
 
 # world region: body i seen from the world
-W_WORLD = 48
+W_WORLD = 12
 WO_X = 0             # [12] X0_i, world -> body i, as (E0 9, r0 3): crba, aba, coriolis_matrix, rnea with world f_ext
-WO_S = 12            # [36] columns of S_i in world coordinates, 6 per column (a 1-DOF joint uses 6):
-                     #      aba, coriolis_matrix
 
 # composite-inertia region (crba, body frame)
 W_IC = 13
 IC_I = 0             # [13] I^c_i about body i's origin: m, h (3), Ibar (9)
 
 # ABA region (aba; world frame, moments about the world origin)
-W_ABA = 96
+W_ABA = 102
 AB_IA = 0            # [36] articulated inertia I^A_i, 6x6 row-major
 AB_PA = 36           # [6] articulated bias force p^A_i
 AB_C = 42            # [6] velocity product c_i = v_λ x vJ_i
 AB_U = 48            # [6] U_i = I^A_i S_i (1-DOF joints)
 AB_D = 54            # [36] 1-DOF: D_i = S_i^T U_i + armature at 0; free joint: a copy of I^A_i (6x6)
 AB_TAU = 90          # [6] 1-DOF: u_i = tau_i - S_i^T p^A_i at 0; free joint: its tau as a world force X0_i^T tau_i
+AB_S = 96            # [6] 1-DOF joints: S_i in world coordinates
 
 # coriolis region (coriolis_matrix; world frame)
-W_COR = 108
-CO_SDOT = 0          # [36] columns of Ṡ_i = V_i x S_i, 6 per column
-CO_IC = 36           # [36] I_i, then (after the backward sweep) the composite I^c_i, 6x6 row-major
-CO_BC = 72           # [36] B_i, then the composite B^c_i, 6x6 row-major
+W_COR = 144
+CO_S = 0             # [36] columns of S_i in world coordinates, 6 per column
+CO_SDOT = 36         # [36] columns of Ṡ_i = V_i x S_i, 6 per column
+CO_IC = 72           # [36] I_i, then (after the backward sweep) the composite I^c_i, 6x6 row-major
+CO_BC = 108          # [36] B_i, then the composite B^c_i, 6x6 row-major
 
-# CRBA region (crba; world frame).  crba keeps its own copy of S_i next to F_i:
-# measured, this arrangement is the fastest of those tried (crba's H loop reads both)
+# CRBA region (crba; world frame)
 W_CRBA = 72
-CR_S = 0             # [36] columns of S_i in world coordinates, 6 per column (as WO_S)
+CR_S = 0             # [36] columns of S_i in world coordinates, 6 per column
 CR_F = 36            # [36] F_i = X0_i^T (I^c_i S_i), 6 per column of S_i
 
 TMP = 192            # scratch shared by all kernels (each documents its use at the top of its loop)
@@ -100,11 +99,11 @@ R_END = 11           # total size
 # (slot, width) of every per-body slot, by region: checked by test/test_core_spatial.py
 SLOTS = {
     "rnea": (W_RNEA, {"RN_X": (RN_X, 12), "RN_V": (RN_V, 6), "RN_A": (RN_A, 6), "RN_F": (RN_F, 6)}),
-    "world": (W_WORLD, {"WO_X": (WO_X, 12), "WO_S": (WO_S, 36)}),
+    "world": (W_WORLD, {"WO_X": (WO_X, 12)}),
     "ic": (W_IC, {"IC_I": (IC_I, 13)}),
     "aba": (W_ABA, {"AB_IA": (AB_IA, 36), "AB_PA": (AB_PA, 6), "AB_C": (AB_C, 6), "AB_U": (AB_U, 6),
-                    "AB_D": (AB_D, 36), "AB_TAU": (AB_TAU, 6)}),
-    "cor": (W_COR, {"CO_SDOT": (CO_SDOT, 36), "CO_IC": (CO_IC, 36), "CO_BC": (CO_BC, 36)}),
+                    "AB_D": (AB_D, 36), "AB_TAU": (AB_TAU, 6), "AB_S": (AB_S, 6)}),
+    "cor": (W_COR, {"CO_S": (CO_S, 36), "CO_SDOT": (CO_SDOT, 36), "CO_IC": (CO_IC, 36), "CO_BC": (CO_BC, 36)}),
     "crba": (W_CRBA, {"CR_S": (CR_S, 36), "CR_F": (CR_F, 36)}),
 }
 

@@ -69,6 +69,7 @@ from ..layout import (
     AB_D,
     AB_IA,
     AB_PA,
+    AB_S,
     AB_TAU,
     AB_U,
     C_AXIS,
@@ -97,7 +98,6 @@ from ..layout import (
     RN_A,
     RN_V,
     RN_X,
-    WO_S,
     WO_X,
     aba_slot,
     body_row,
@@ -140,7 +140,7 @@ PIVOT_TOL = 1e-6        # relative pivot below which the CRBA path is used (modu
 
 
 @njit(**JIT)
-def _articulated_inertias(md, ws, oW, oA):
+def _articulated_inertias(md, ws, oA):
     """Backward sweep for I^A, U, D (independent of v, tau, f_ext), world frame.
     Returns False if some D is not positive relative to its scale."""
     nb = int(md[H_NB])
@@ -153,7 +153,7 @@ def _articulated_inertias(md, ws, oW, oA):
             for k in range(36):
                 ws[b + AB_D + k] = ws[b + AB_IA + k]
             continue
-        s = world_slot(oW, i) + WO_S
+        s = aba_slot(oA, i) + AB_S
         D = 0.0
         scale = 0.0
         for r in range(6):
@@ -200,7 +200,7 @@ def _force_and_accel_sweeps(md, ws, oR, oW, oA, t, tau_full, with_bias, qdd_full
                 for k in range(6):
                     ws[aba_slot(oA, p) + AB_PA + k] += ws[b + AB_TAU + k]
         else:
-            s = world_slot(oW, i) + WO_S
+            s = aba_slot(oA, i) + AB_S
             u = tau_full[fv]
             for k in range(6):
                 u -= ws[s + k] * ws[b + AB_PA + k]
@@ -253,7 +253,7 @@ def _force_and_accel_sweeps(md, ws, oR, oW, oA, t, tau_full, with_bias, qdd_full
             for k in range(6):
                 qdd_full[fv + k] = ws[t + 54 + (k + 3) % 6]
         else:
-            s = world_slot(oW, i) + WO_S
+            s = aba_slot(oA, i) + AB_S
             Ua = 0.0
             for k in range(6):
                 Ua += ws[b + AB_U + k] * ws[ap + k]
@@ -293,7 +293,7 @@ def _aba_sweeps(md, ws, q, v, tau, fext, fext_world, out):
                 return BAD_FEXT
     offs = region_offsets(nb, nvf, nmim)
     oR = offs[R_RNEA]
-    oW = offs[R_WORLD]                 # X0, and S in world coordinates (1-DOF joints)
+    oW = offs[R_WORLD]                 # X0
     oA = offs[R_ABA]
     t = offs[R_TMP]
     ov = offs[R_VEC]                   # full vectors: tau_full, qdd_full, rhs
@@ -324,7 +324,7 @@ def _aba_sweeps(md, ws, q, v, tau, fext, fext_world, out):
         x_motion_inv(ws, w + WO_X, ws, t, ws, t + 6)
         if jt != FREE:
             S_column(md, o, 0, ws, t)
-            x_motion_inv(ws, w + WO_X, ws, t, ws, w + WO_S)
+            x_motion_inv(ws, w + WO_X, ws, t, ws, b + AB_S)
         if p >= 0:
             cross_motion(ws, rnea_slot(oR, p) + RN_V, ws, t + 6, ws, b + AB_C)   # c = v_λ x vJ = v_i x vJ
             for k in range(6):
@@ -361,7 +361,7 @@ def _aba_sweeps(md, ws, q, v, tau, fext, fext_world, out):
         else:
             tau_full[fv] = 0.0 if md[o + C_MIMIC] != 0.0 else tau[vi]
 
-    if not _articulated_inertias(md, ws, oW, oA):
+    if not _articulated_inertias(md, ws, oA):
         return SINGULAR
     if not _force_and_accel_sweeps(md, ws, oR, oW, oA, t, tau_full, bool(1), qdd_full):
         return SINGULAR

@@ -23,6 +23,7 @@ from ..layout import (
     C_PARENT,
     CO_BC,
     CO_IC,
+    CO_S,
     CO_SDOT,
     H_NB,
     H_NMIM,
@@ -33,7 +34,6 @@ from ..layout import (
     R_WORLD,
     RN_V,
     RN_X,
-    WO_S,
     WO_X,
     body_row,
     cor_slot,
@@ -72,8 +72,8 @@ def coriolis_into(md, ws, q, v, C):
         return BAD_V
     offs = region_offsets(nb, int(md[H_NVF]), int(md[H_NMIM]))
     oR = offs[R_RNEA]           # X (RN_X), world velocity V (RN_V)
-    oW = offs[R_WORLD]          # X0 (WO_X), S in world coordinates (WO_S)
-    oC = offs[R_COR]            # Ṡ, I, B (composites after the backward sweep)
+    oW = offs[R_WORLD]          # X0 (WO_X)
+    oC = offs[R_COR]            # S and Ṡ in world coordinates, I, B (composites after the backward sweep)
     t = offs[R_TMP]
     # scratch: vJ t..t+6, columns t+6.., 6x6 matrices at t+12 (I), t+48 (crm V), t+84 (tmp), mat6 scratch t+120
     for i in range(nb):
@@ -93,8 +93,8 @@ def coriolis_into(md, ws, q, v, C):
                 ws[x + RN_V + k] += ws[rnea_slot(oR, p) + RN_V + k]
         for col in range(ncols(md, o)):
             S_column(md, o, col, ws, t)
-            x_motion_inv(ws, w + WO_X, ws, t, ws, w + WO_S + 6 * col)
-            cross_motion(ws, x + RN_V, ws, w + WO_S + 6 * col, ws, c + CO_SDOT + 6 * col)
+            x_motion_inv(ws, w + WO_X, ws, t, ws, c + CO_S + 6 * col)
+            cross_motion(ws, x + RN_V, ws, c + CO_S + 6 * col, ws, c + CO_SDOT + 6 * col)
         # world inertia I = X0^T I_body X0
         inertia_to_mat6(md, o + C_MASS, ws, t + 84)
         for k in range(36):
@@ -149,10 +149,9 @@ def coriolis_into(md, ws, q, v, C):
     for i in range(nb):
         o = body_row(md, i)
         c = cor_slot(oC, i)
-        w = world_slot(oW, i)
         mi = md[o + C_MULT]
         for col in range(ncols(md, o)):
-            S = w + WO_S + 6 * col
+            S = c + CO_S + 6 * col
             Sd = c + CO_SDOT + 6 * col
             _mat6_mul_vec(ws, c + CO_IC, ws, Sd, bool(0), ws, f1)
             _mat6_mul_vec(ws, c + CO_BC, ws, S, bool(0), ws, tmp)
@@ -162,18 +161,17 @@ def coriolis_into(md, ws, q, v, C):
             _mat6_mul_vec(ws, c + CO_BC, ws, S, bool(1), ws, f3)
             di = dof(md, o, col)
             for c2 in range(ncols(md, o)):
-                C[dof(md, o, c2), di] += mi * mi * _dot6(ws, w + WO_S + 6 * c2, ws, f1)
+                C[dof(md, o, c2), di] += mi * mi * _dot6(ws, c + CO_S + 6 * c2, ws, f1)
             j = int(md[o + C_PARENT])
             while j >= 0:
                 oj = body_row(md, j)
                 cj = cor_slot(oC, j)
-                wj = world_slot(oW, j)
                 mm = mi * md[oj + C_MULT]
                 for c2 in range(ncols(md, oj)):
                     dj = dof(md, oj, c2)
-                    C[dj, di] += mm * _dot6(ws, wj + WO_S + 6 * c2, ws, f1)
+                    C[dj, di] += mm * _dot6(ws, cj + CO_S + 6 * c2, ws, f1)
                     C[di, dj] += mm * (_dot6(ws, cj + CO_SDOT + 6 * c2, ws, f2)
-                                   + _dot6(ws, wj + WO_S + 6 * c2, ws, f3))
+                                   + _dot6(ws, cj + CO_S + 6 * c2, ws, f3))
                 j = int(md[oj + C_PARENT])
     return OK
 
