@@ -183,7 +183,7 @@ def test_fast_paths_in_a_fresh_thread_and_on_a_non_model(model):
     here = {name: f() for name, f in calls.items()}
     for name, f in calls.items():       # one fresh thread per function: each call is a first one
         got = {}
-        t = threading.Thread(target=lambda f=f, name=name: got.setdefault(name, f()))
+        t = threading.Thread(target=lambda f=f, name=name, got=got: got.setdefault(name, f()))
         t.start()
         t.join()
         assert name in got and np.array_equal(got[name], here[name]), name

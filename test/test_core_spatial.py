@@ -346,26 +346,46 @@ def test_with_gravity(model):
 @pytest.mark.parametrize("nb,nvf,nmim", [(0, 0, 0), (1, 6, 0), (7, 12, 2), (40, 45, 5)])
 def test_workspace_regions_are_disjoint(nb, nvf, nmim):
     offs = layout.region_offsets(nb, nvf, nmim)
-    sizes = [nb * layout.W_RNEA, nb * layout.W_WORLD, nb * layout.W_IC, nb * layout.W_ABA, nb * layout.W_COR,
-             layout.TMP, nvf * nvf, 8 * nvf, nvf * nmim, nmim * nmim + 2 * nmim + 8]
+    sizes = {layout.R_RNEA: nb * layout.W_RNEA, layout.R_WORLD: nb * layout.W_WORLD, layout.R_IC: nb * layout.W_IC,
+             layout.R_ABA: nb * layout.W_ABA, layout.R_COR: nb * layout.W_COR, layout.R_CRBA: nb * layout.W_CRBA,
+             layout.R_TMP: layout.TMP, layout.R_MAT: nvf * nvf, layout.R_VEC: 8 * nvf, layout.R_Y: nvf * nmim,
+             layout.R_K: nmim * nmim + 2 * nmim + 8}
+    assert sorted(sizes) == list(range(layout.R_END)) and len(offs) == layout.R_END + 1
     assert offs[0] == 0
-    for k, size in enumerate(sizes):
+    for k, size in sizes.items():
         assert offs[k + 1] - offs[k] == size      # each region ends where the next starts
-    assert offs[-1] == offs[9] + sizes[9]
+    assert offs[layout.R_END] == offs[layout.R_K] + sizes[layout.R_K]
+
+
+SLOT_PREFIX = {"rnea": "RN_", "world": "WO_", "ic": "IC_", "aba": "AB_", "cor": "CO_", "crba": "CR_"}
 
 
 def test_slots_fit_their_regions():
-    from rbd_ros.core.algorithms import aba, coriolis, rnea
-    def disjoint(slots, width):
-        ivs = sorted(slots)
-        assert ivs[0][0] >= 0 and ivs[-1][1] <= width
-        assert all(a[1] <= b[0] for a, b in zip(ivs[:-1], ivs[1:], strict=True))
-    disjoint([(rnea.X_, rnea.X_ + 12), (rnea.V_, rnea.V_ + 6), (rnea.A_, rnea.A_ + 6), (rnea.F_, rnea.F_ + 6)],
-             layout.W_RNEA)
-    disjoint([(aba.IA_, aba.IA_ + 36), (aba.PA_, aba.PA_ + 6), (aba.C_, aba.C_ + 6), (aba.U_, aba.U_ + 36),
-              (aba.D_, aba.D_ + 36), (aba.u_, aba.u_ + 6)], layout.W_ABA)
-    disjoint([(coriolis.SW_, coriolis.SW_ + 36), (coriolis.SD_, coriolis.SD_ + 36),
-              (coriolis.IC_, coriolis.IC_ + 36), (coriolis.BC_, coriolis.BC_ + 36)], layout.W_COR)
+    """Every named slot lies inside its region's width, slots of one region do
+    not overlap, and every slot constant of layout.py is in SLOTS."""
+    listed = set()
+    for region, (width, slots) in layout.SLOTS.items():
+        ivs = sorted((o, o + n, name) for name, (o, n) in slots.items())
+        assert ivs[0][0] >= 0 and ivs[-1][1] <= width, region
+        for (_, end, a), (start, _, b) in zip(ivs[:-1], ivs[1:], strict=True):
+            assert end <= start, (region, a, b)
+        for name, (o, _) in slots.items():
+            assert name.startswith(SLOT_PREFIX[region]) and getattr(layout, name) == o
+        listed |= set(slots)
+    defined = {k for k in vars(layout) if k.startswith(tuple(SLOT_PREFIX.values()))}
+    assert defined == listed
+    # no slot name reads like a body-table column, no two names differ only by case
+    columns = {k for k in vars(layout) if k.startswith("C_")}
+    assert columns and not (listed & columns)
+    assert len({k.lower() for k in listed | columns}) == len(listed | columns)
+
+
+def test_slot_helpers_address_body_blocks():
+    for helper, width in ((layout.rnea_slot, layout.W_RNEA), (layout.world_slot, layout.W_WORLD),
+                          (layout.ic_slot, layout.W_IC), (layout.aba_slot, layout.W_ABA),
+                          (layout.cor_slot, layout.W_COR), (layout.crba_slot, layout.W_CRBA)):
+        for o, i in ((0, 0), (17, 0), (17, 3), (1000, 41)):
+            assert helper(o, i) == o + i * width
 
 
 @pytest.mark.parametrize("kernel", list(KERNELS))

@@ -10,7 +10,8 @@ like reading Pinocchio's ``data.oMi[i]``, ``data.v[i]``).
 The arrays are views into ``model.workspace()`` (writable; writing into them
 changes the kernels' scratch, never the model).  A slot holds what the *last*
 kernel called on this thread left there, and the kernels give some slots
-different frames; per slot (``layout.py`` has the region widths):
+different frames; per view (``layout.py`` names the slot behind each, with
+its width and region):
 
 ===========  ==============================================================
 ``E``, ``r``  X_i = X_J(q_i) X_T(i), parent -> body i, stored (E, r): every
@@ -29,8 +30,15 @@ different frames; per slot (``layout.py`` has the region widths):
               body i's origin, body frame
 ``IA, pA, c`` aba: articulated inertia and bias force, velocity product
               c_i = v_i × S_i qd_i, world frame
-``S_world``   crba, coriolis_matrix, aba (1-DOF: column 0): the joint's
-              motion subspace columns in world coordinates
+``S_world``   coriolis_matrix: the joint's motion subspace columns in
+              world coordinates (CO_S)
+``crba_S_world``, ``F_world``
+              crba: the same S_i columns (CR_S) and F_i = I^c_i S_i, one
+              column per column of S_i, world coordinates (CR_F)
+``aba_S_world`` aba (1-DOF joints): S_i in world coordinates (AB_S)
+``Sdot_world``, ``Ic_world``, ``Bc_world``
+              coriolis_matrix: Ṡ_i columns; I^c_i and B^c_i (composites
+              over i's subtree), world frame (CO_SDOT, CO_IC, CO_BC)
 ``H``         forward_dynamics: the LᵀDL factor of H (D diagonal, L below)
 ===========  ==============================================================
 """
@@ -38,11 +46,42 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .algorithms.aba import C_ as ABA_C
-from .algorithms.aba import IA_, PA_
-from .algorithms.coriolis import BC_, IC_, SD_, SW_
-from .algorithms.rnea import A_, F_, V_, X_
-from .layout import H_NB, H_NMIM, H_NV, H_NVF, W_ABA, W_COR, W_IC, W_RNEA, W_WORLD, region_offsets
+from .layout import (
+    AB_C,
+    AB_IA,
+    AB_PA,
+    AB_S,
+    CO_BC,
+    CO_IC,
+    CO_S,
+    CO_SDOT,
+    CR_F,
+    CR_S,
+    H_NB,
+    H_NMIM,
+    H_NV,
+    H_NVF,
+    IC_I,
+    R_ABA,
+    R_COR,
+    R_CRBA,
+    R_IC,
+    R_MAT,
+    R_RNEA,
+    R_WORLD,
+    RN_A,
+    RN_F,
+    RN_V,
+    RN_X,
+    W_ABA,
+    W_COR,
+    W_CRBA,
+    W_IC,
+    W_RNEA,
+    W_WORLD,
+    WO_X,
+    region_offsets,
+)
 
 
 @dataclass
@@ -61,7 +100,10 @@ class WorkspaceViews:
     pA: np.ndarray       # (nb, 6)
     c: np.ndarray        # (nb, 6)
     S_world: np.ndarray  # (nb, 6, 6): column k of S at [i, k]
-    Sdot_world: np.ndarray   # (nb, 6, 6)  coriolis_matrix: Ṡ columns (crba: I^c S)
+    crba_S_world: np.ndarray  # (nb, 6, 6)  crba: column k of S at [i, k]
+    aba_S_world: np.ndarray   # (nb, 6)  aba: S of a 1-DOF joint
+    F_world: np.ndarray  # (nb, 6, 6)  crba: column k of I^c S at [i, k]
+    Sdot_world: np.ndarray   # (nb, 6, 6)  coriolis_matrix: Ṡ columns
     Ic_world: np.ndarray     # (nb, 6, 6)  coriolis_matrix: composite inertia, world frame
     Bc_world: np.ndarray     # (nb, 6, 6)  coriolis_matrix: composite B, world frame
     H: np.ndarray        # (nv, nv)
@@ -81,7 +123,8 @@ class WorkspaceViews:
     def body(self, i):
         """Every per-body slot of body i, by name."""
         return {k: getattr(self, k)[i] for k in ("E", "r", "v", "a", "f", "E0", "r0", "Ic_m", "Ic_h", "Ic_Ibar",
-                                                 "IA", "pA", "c", "S_world", "Sdot_world", "Ic_world", "Bc_world")}
+                                                 "IA", "pA", "c", "aba_S_world", "S_world", "crba_S_world", "F_world",
+                                                 "Sdot_world", "Ic_world", "Bc_world")}
 
 
 def _plux(E, r):
@@ -96,18 +139,24 @@ def workspace_views(model, ws=None):
     md = model.md
     nb, nv = int(md[H_NB]), int(md[H_NV])
     ws = model.workspace() if ws is None else ws
-    o_rnea, o_world, o_ic, o_aba, o_cor, _, o_mat = region_offsets(nb, int(md[H_NVF]), int(md[H_NMIM]))[:7]
+    offs = region_offsets(nb, int(md[H_NVF]), int(md[H_NMIM]))
 
-    def region(o, width):
-        return ws[o:o + nb * width].reshape(nb, width)
+    def region(r, width):
+        return ws[offs[r]:offs[r] + nb * width].reshape(nb, width)
 
-    R, W, IC, A, C = (region(o_rnea, W_RNEA), region(o_world, W_WORLD), region(o_ic, W_IC),
-                      region(o_aba, W_ABA), region(o_cor, W_COR))
+    def slot(reg, o, n, shape=None):
+        return reg[:, o:o + n].reshape((nb,) + (shape or (n,)))
+
+    R, W, IC, A, C, F = (region(R_RNEA, W_RNEA), region(R_WORLD, W_WORLD), region(R_IC, W_IC),
+                         region(R_ABA, W_ABA), region(R_COR, W_COR), region(R_CRBA, W_CRBA))
+    o_mat = offs[R_MAT]
     return WorkspaceViews(
-        E=R[:, X_:X_ + 9].reshape(nb, 3, 3), r=R[:, X_ + 9:X_ + 12], v=R[:, V_:V_ + 6], a=R[:, A_:A_ + 6],
-        f=R[:, F_:F_ + 6], E0=W[:, 0:9].reshape(nb, 3, 3), r0=W[:, 9:12],
-        Ic_m=IC[:, 0], Ic_h=IC[:, 1:4], Ic_Ibar=IC[:, 4:13].reshape(nb, 3, 3),
-        IA=A[:, IA_:IA_ + 36].reshape(nb, 6, 6), pA=A[:, PA_:PA_ + 6], c=A[:, ABA_C:ABA_C + 6],
-        S_world=C[:, SW_:SW_ + 36].reshape(nb, 6, 6), Sdot_world=C[:, SD_:SD_ + 36].reshape(nb, 6, 6),
-        Ic_world=C[:, IC_:IC_ + 36].reshape(nb, 6, 6), Bc_world=C[:, BC_:BC_ + 36].reshape(nb, 6, 6),
+        E=slot(R, RN_X, 9, (3, 3)), r=slot(R, RN_X + 9, 3), v=slot(R, RN_V, 6), a=slot(R, RN_A, 6),
+        f=slot(R, RN_F, 6), E0=slot(W, WO_X, 9, (3, 3)), r0=slot(W, WO_X + 9, 3),
+        Ic_m=IC[:, IC_I], Ic_h=slot(IC, IC_I + 1, 3), Ic_Ibar=slot(IC, IC_I + 4, 9, (3, 3)),
+        IA=slot(A, AB_IA, 36, (6, 6)), pA=slot(A, AB_PA, 6), c=slot(A, AB_C, 6),
+        aba_S_world=slot(A, AB_S, 6), S_world=slot(C, CO_S, 36, (6, 6)), crba_S_world=slot(F, CR_S, 36, (6, 6)),
+        F_world=slot(F, CR_F, 36, (6, 6)),
+        Sdot_world=slot(C, CO_SDOT, 36, (6, 6)), Ic_world=slot(C, CO_IC, 36, (6, 6)),
+        Bc_world=slot(C, CO_BC, 36, (6, 6)),
         H=ws[o_mat:o_mat + nv * nv].reshape(nv, nv))

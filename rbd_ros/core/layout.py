@@ -5,8 +5,9 @@ A model is one read-only float64 vector ``md``: a header, then one row of
 child), then the mimic pairs, the per-DOF ancestor lists and the armature.  Keeping everything in one array keeps
 the compiled kernels' call overhead low (one argument instead of a dozen).
 
-A workspace is one float64 vector ``ws`` carved into per-body regions; every
-kernel takes one and allocates nothing.
+A workspace is one float64 vector ``ws`` carved into regions (per-body
+blocks of named slots, then scratch, matrix and vector regions; see the
+workspace section below); every kernel takes one and allocates nothing.
 """
 from numba import njit
 
@@ -39,35 +40,131 @@ C_MIMIC = 35         # 1 for a dependent (mimic) joint
 C_SUBEND = 36        # last body of this body's subtree (bodies are depth-first: the subtree is i..C_SUBEND)
 NCOL = 37
 
-# workspace regions (per body widths)
-W_RNEA = 30          # E 0:9, r 9:12, v 12:18, a 18:24, f 24:30
-W_WORLD = 12         # E0 0:9, r0 9:12 : world -> body transform
-W_IC = 13            # composite inertia m, h (3), Ibar (9)
-W_ABA = 126          # IA 0:36, pA 36:42, c 42:48, U 48:84, D 84:120, u 120:126
-W_COR = 144          # S world 0:36, Sdot world (CRBA: I^c S world) 36:72, Ic world 72:108, Bc 108:144
-TMP = 192            # scratch
+# ---- workspace
+#
+# ``region_offsets`` carves the workspace into regions, in this order; the
+# per-body regions hold ``nb`` blocks of W_* numbers (body i's block starts at
+# the region's offset + i * W_*: the ``*_slot`` helpers below), and a slot
+# constant is an offset inside a body's block.  Each slot has one meaning;
+# where several kernels write a slot, they store the same quantity (in the
+# frame noted).  Slot widths are in brackets.
+
+# RNEA region: the joint transform and the body's motion and force
+W_RNEA = 30
+RN_X = 0             # [12] X_i = X_J(q_i) X_T(i), parent -> body i, as (E 9, r 3): every kernel
+RN_V = 12            # [6] velocity v_i: rnea/bias body frame; aba, coriolis_matrix world frame
+RN_A = 18            # [6] acceleration a_i (a_0 = -a_g): rnea body frame; aba world frame
+RN_F = 24            # [6] rnea: force across joint i (subtree sum after the backward sweep), body frame
+
+# world region: body i seen from the world
+W_WORLD = 12
+WO_X = 0             # [12] X0_i, world -> body i, as (E0 9, r0 3): crba, aba, coriolis_matrix, rnea with world f_ext
+
+# composite-inertia region (crba, body frame)
+W_IC = 13
+IC_I = 0             # [13] I^c_i about body i's origin: m, h (3), Ibar (9)
+
+# ABA region (aba; world frame, moments about the world origin)
+W_ABA = 102
+AB_IA = 0            # [36] articulated inertia I^A_i, 6x6 row-major
+AB_PA = 36           # [6] articulated bias force p^A_i
+AB_C = 42            # [6] velocity product c_i = v_λ x vJ_i
+AB_U = 48            # [6] U_i = I^A_i S_i (1-DOF joints)
+AB_D = 54            # [36] 1-DOF: D_i = S_i^T U_i + armature at 0; free joint: a copy of I^A_i (6x6)
+AB_TAU = 90          # [6] 1-DOF: u_i = tau_i - S_i^T p^A_i at 0; free joint: its tau as a world force X0_i^T tau_i
+AB_S = 96            # [6] 1-DOF joints: S_i in world coordinates
+
+# coriolis region (coriolis_matrix; world frame)
+W_COR = 144
+CO_S = 0             # [36] columns of S_i in world coordinates, 6 per column
+CO_SDOT = 36         # [36] columns of Ṡ_i = V_i x S_i, 6 per column
+CO_IC = 72           # [36] I_i, then (after the backward sweep) the composite I^c_i, 6x6 row-major
+CO_BC = 108          # [36] B_i, then the composite B^c_i, 6x6 row-major
+
+# CRBA region (crba; world frame)
+W_CRBA = 72
+CR_S = 0             # [36] columns of S_i in world coordinates, 6 per column
+CR_F = 36            # [36] F_i = X0_i^T (I^c_i S_i), 6 per column of S_i
+
+TMP = 192            # scratch shared by all kernels (each documents its use at the top of its loop)
+
+# index of each region's start in the tuple ``region_offsets`` returns
+R_RNEA, R_WORLD, R_IC, R_ABA, R_COR, R_CRBA, R_TMP = 0, 1, 2, 3, 4, 5, 6
+R_MAT = 7            # nvf x nvf: H (forward_dynamics: its LᵀDL factor; compensation_into: H)
+R_VEC = 8            # 8 nvf: full-coordinate vectors (aba: tau_full, qdd_full, rhs; compensation_into: g, b)
+R_Y = 9              # nvf x nmim: aba's Y = H_full^-1 J^T
+R_K = 10             # nmim x nmim + 2 nmim + 8: aba's K = J Y
+R_END = 11           # total size
+
+# (slot, width) of every per-body slot, by region: checked by test/test_core_spatial.py
+SLOTS = {
+    "rnea": (W_RNEA, {"RN_X": (RN_X, 12), "RN_V": (RN_V, 6), "RN_A": (RN_A, 6), "RN_F": (RN_F, 6)}),
+    "world": (W_WORLD, {"WO_X": (WO_X, 12)}),
+    "ic": (W_IC, {"IC_I": (IC_I, 13)}),
+    "aba": (W_ABA, {"AB_IA": (AB_IA, 36), "AB_PA": (AB_PA, 6), "AB_C": (AB_C, 6), "AB_U": (AB_U, 6),
+                    "AB_D": (AB_D, 36), "AB_TAU": (AB_TAU, 6), "AB_S": (AB_S, 6)}),
+    "cor": (W_COR, {"CO_S": (CO_S, 36), "CO_SDOT": (CO_SDOT, 36), "CO_IC": (CO_IC, 36), "CO_BC": (CO_BC, 36)}),
+    "crba": (W_CRBA, {"CR_S": (CR_S, 36), "CR_F": (CR_F, 36)}),
+}
 
 
 @njit(**INLINE)
 def region_offsets(nb, nvf, nmim):
-    """Start offsets of the workspace regions and the total size."""
+    """Start offsets of the workspace regions and the total size (index with R_*)."""
     o_rnea = 0
     o_world = o_rnea + nb * W_RNEA
     o_ic = o_world + nb * W_WORLD
     o_aba = o_ic + nb * W_IC
     o_cor = o_aba + nb * W_ABA
-    o_tmp = o_cor + nb * W_COR
+    o_crba = o_cor + nb * W_COR
+    o_tmp = o_crba + nb * W_CRBA
     o_mat = o_tmp + TMP
     o_vec = o_mat + nvf * nvf
     o_y = o_vec + 8 * nvf
     o_k = o_y + nvf * nmim
     end = o_k + nmim * nmim + 2 * nmim + 8
-    return o_rnea, o_world, o_ic, o_aba, o_cor, o_tmp, o_mat, o_vec, o_y, o_k, end
+    return o_rnea, o_world, o_ic, o_aba, o_cor, o_crba, o_tmp, o_mat, o_vec, o_y, o_k, end
+
+
+# Body i's block in a per-body region starting at ``o``.  Integers in, integer
+# out, inlined at numba level: as plain @njit functions LLVM does inline them,
+# but only after optimising the calling kernel around opaque calls; measured
+# (in-process A/B against hand-written offsets) that cost crba 2-5 %, inlined
+# they are within noise.
+
+@njit(**INLINE)
+def rnea_slot(o, i):
+    return o + i * W_RNEA
+
+
+@njit(**INLINE)
+def world_slot(o, i):
+    return o + i * W_WORLD
+
+
+@njit(**INLINE)
+def ic_slot(o, i):
+    return o + i * W_IC
+
+
+@njit(**INLINE)
+def aba_slot(o, i):
+    return o + i * W_ABA
+
+
+@njit(**INLINE)
+def cor_slot(o, i):
+    return o + i * W_COR
+
+
+@njit(**INLINE)
+def crba_slot(o, i):
+    return o + i * W_CRBA
 
 
 @njit(**INLINE)
 def workspace_size(md):
-    return region_offsets(int(md[H_NB]), int(md[H_NVF]), int(md[H_NMIM]))[10]
+    return region_offsets(int(md[H_NB]), int(md[H_NVF]), int(md[H_NMIM]))[R_END]
 
 
 @njit(**INLINE)
@@ -89,10 +186,3 @@ def mimic_pair(md, k):
     """(mimic body, master body) of mimic constraint k."""
     o = int(md[H_OFF_MIMIC]) + 2 * k
     return int(md[o]), int(md[o + 1])
-
-
-@njit(**INLINE)
-def thread_chunks(N, nthreads):
-    """Split N batch rows into one contiguous chunk per thread: (chunks, rows per chunk)."""
-    nth = min(nthreads, max(N, 1))
-    return nth, (N + nth - 1) // nth

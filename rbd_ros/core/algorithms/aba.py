@@ -65,6 +65,13 @@ from numba import njit
 
 from ..joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
 from ..layout import (
+    AB_C,
+    AB_D,
+    AB_IA,
+    AB_PA,
+    AB_S,
+    AB_TAU,
+    AB_U,
     C_AXIS,
     C_ET,
     C_FV,
@@ -81,14 +88,24 @@ from ..layout import (
     H_NMIM,
     H_NVF,
     H_OFF_ARM,
-    W_ABA,
-    W_COR,
-    W_RNEA,
-    W_WORLD,
+    R_ABA,
+    R_K,
+    R_RNEA,
+    R_TMP,
+    R_VEC,
+    R_WORLD,
+    R_Y,
+    RN_A,
+    RN_V,
+    RN_X,
+    WO_X,
+    aba_slot,
     body_row,
     mimic_pair,
     region_offsets,
+    rnea_slot,
     workspace_size,
+    world_slot,
 )
 from ..spatial import (
     JIT,
@@ -118,51 +135,49 @@ from .common import (
 from .forward_dynamics import forward_dynamics_into
 from .rnea import world_placement
 
-X_, V_, A_ = 0, 12, 18                  # slots in the RNEA region (world v and a)
-IA_, PA_, C_, U_, D_, u_ = 0, 36, 42, 48, 84, 120   # slots in the ABA region
 PIVOT_TOL = 1e-6        # relative pivot below which the CRBA path is used (module docstring)
 
 
 @njit(**JIT)
-def _articulated_inertias(md, ws, oS, oA):
+def _articulated_inertias(md, ws, oA):
     """Backward sweep for I^A, U, D (independent of v, tau, f_ext), world frame.
     Returns False if some D is not positive relative to its scale."""
     nb = int(md[H_NB])
     for i in range(nb - 1, -1, -1):
         o = body_row(md, i)
-        b = oA + i * W_ABA
+        b = aba_slot(oA, i)
         p = int(md[o + C_PARENT])
         if int(md[o + C_JTYPE]) == FREE:
             # S invertible: I^a = 0, nothing reaches the parent; keep I^A for the solve
             for k in range(36):
-                ws[b + D_ + k] = ws[b + IA_ + k]
+                ws[b + AB_D + k] = ws[b + AB_IA + k]
             continue
-        s = oS + i * W_COR
+        s = aba_slot(oA, i) + AB_S
         D = 0.0
         scale = 0.0
         for r in range(6):
             ur = 0.0
             for k in range(6):
-                ur += ws[b + IA_ + 6 * r + k] * ws[s + k]
-            ws[b + U_ + r] = ur
+                ur += ws[b + AB_IA + 6 * r + k] * ws[s + k]
+            ws[b + AB_U + r] = ur
             D += ws[s + r] * ur
-            scale += ws[s + r] * ws[s + r] * ws[b + IA_ + 7 * r]
+            scale += ws[s + r] * ws[s + r] * ws[b + AB_IA + 7 * r]
         if md[o + C_MIMIC] == 0.0:
             D += md[int(md[H_OFF_ARM]) + int(md[o + C_VI])]
         if not D > PIVOT_TOL * scale:
             return False
-        ws[b + D_] = D
+        ws[b + AB_D] = D
         if p >= 0:
-            bp = oA + p * W_ABA
+            bp = aba_slot(oA, p)
             for r in range(6):
-                ur = ws[b + U_ + r] / D
+                ur = ws[b + AB_U + r] / D
                 for c in range(6):
-                    ws[bp + IA_ + 6 * r + c] += ws[b + IA_ + 6 * r + c] - ur * ws[b + U_ + c]
+                    ws[bp + AB_IA + 6 * r + c] += ws[b + AB_IA + 6 * r + c] - ur * ws[b + AB_U + c]
     return True
 
 
 @njit(**JIT)
-def _force_and_accel_sweeps(md, ws, oR, oW, oS, oA, t, tau_full, with_bias, qdd_full):
+def _force_and_accel_sweeps(md, ws, oR, oW, oA, t, tau_full, with_bias, qdd_full):
     """Backward sweep for u and p^A, forward sweep for the accelerations (world
     frame).  ``p^A`` and ``c`` must hold the bias terms (or zeros when not
     ``with_bias``).  Writes qdd_full (user order per body).  False if a free
@@ -170,7 +185,7 @@ def _force_and_accel_sweeps(md, ws, oR, oW, oS, oA, t, tau_full, with_bias, qdd_
     nb = int(md[H_NB])
     for i in range(nb - 1, -1, -1):
         o = body_row(md, i)
-        b = oA + i * W_ABA
+        b = aba_slot(oA, i)
         fv = int(md[o + C_FV])
         p = int(md[o + C_PARENT])
         if int(md[o + C_JTYPE]) == FREE:
@@ -178,46 +193,46 @@ def _force_and_accel_sweeps(md, ws, oR, oW, oS, oA, t, tau_full, with_bias, qdd_
             for k in range(6):
                 ws[t + (k + 3) % 6] = tau_full[fv + k]
             for k in range(6):
-                ws[b + u_ + k] = 0.0
-            xT_force_add(ws, oW + i * W_WORLD, ws, t, ws, b + u_)
+                ws[b + AB_TAU + k] = 0.0
+            xT_force_add(ws, world_slot(oW, i) + WO_X, ws, t, ws, b + AB_TAU)
             if p >= 0:
                 for k in range(6):
-                    ws[oA + p * W_ABA + PA_ + k] += ws[b + u_ + k]
+                    ws[aba_slot(oA, p) + AB_PA + k] += ws[b + AB_TAU + k]
         else:
-            s = oS + i * W_COR
+            s = aba_slot(oA, i) + AB_S
             u = tau_full[fv]
             for k in range(6):
-                u -= ws[s + k] * ws[b + PA_ + k]
-            ws[b + u_] = u
+                u -= ws[s + k] * ws[b + AB_PA + k]
+            ws[b + AB_TAU] = u
             if p >= 0:
                 # p^a = p^A + I^a c + U D^-1 u,  I^a c = I^A c - U (U^T c) / D
-                D = ws[b + D_]
+                D = ws[b + AB_D]
                 Uc = 0.0
                 for k in range(6):
-                    Uc += ws[b + U_ + k] * ws[b + C_ + k]
-                bp = oA + p * W_ABA
+                    Uc += ws[b + AB_U + k] * ws[b + AB_C + k]
+                bp = aba_slot(oA, p)
                 for r in range(6):
-                    s_r = ws[b + PA_ + r] + ws[b + U_ + r] * (u - Uc) / D
+                    s_r = ws[b + AB_PA + r] + ws[b + AB_U + r] * (u - Uc) / D
                     for k in range(6):
-                        s_r += ws[b + IA_ + 6 * r + k] * ws[b + C_ + k]
-                    ws[bp + PA_ + r] += s_r
+                        s_r += ws[b + AB_IA + 6 * r + k] * ws[b + AB_C + k]
+                    ws[bp + AB_PA + r] += s_r
     g0 = md[H_GRAV]
     g1 = md[H_GRAV + 1]
     g2 = md[H_GRAV + 2]
     ap = t + 6         # a' = a_λ + c
     for i in range(nb):
         o = body_row(md, i)
-        b = oA + i * W_ABA
-        x = oR + i * W_RNEA
+        b = aba_slot(oA, i)
+        x = rnea_slot(oR, i)
         p = int(md[o + C_PARENT])
         fv = int(md[o + C_FV])
         if p >= 0:
             for k in range(6):
-                ws[ap + k] = ws[oR + p * W_RNEA + A_ + k] + ws[b + C_ + k]
+                ws[ap + k] = ws[rnea_slot(oR, p) + RN_A + k] + ws[b + AB_C + k]
         else:
             for k in range(3):
-                ws[ap + k] = ws[b + C_ + k]
-                ws[ap + 3 + k] = ws[b + C_ + 3 + k]
+                ws[ap + k] = ws[b + AB_C + k]
+                ws[ap + 3 + k] = ws[b + AB_C + 3 + k]
             if with_bias:          # a_0 = -a_g, world frame
                 ws[ap + 3] -= g0
                 ws[ap + 4] -= g1
@@ -225,26 +240,26 @@ def _force_and_accel_sweeps(md, ws, oR, oW, oS, oA, t, tau_full, with_bias, qdd_
         if int(md[o + C_JTYPE]) == FREE:
             # a_i = (I^A)^-1 (F - p^A);  qdd = X0 (a_i - a') in the body frame
             for k in range(6):
-                ws[t + 12 + k] = ws[b + u_ + k] - ws[b + PA_ + k]
-            if not chol6_solve(ws, b + D_, ws, t + 12, ws, t + 18, ws, x + A_):
+                ws[t + 12 + k] = ws[b + AB_TAU + k] - ws[b + AB_PA + k]
+            if not chol6_solve(ws, b + AB_D, ws, t + 12, ws, t + 18, ws, x + RN_A):
                 return False
             for k in range(6):      # pivots L_kk^2 relative to the diagonal of I^A
-                if not ws[t + 18 + 7 * k] * ws[t + 18 + 7 * k] > PIVOT_TOL * ws[b + D_ + 7 * k]:
+                if not ws[t + 18 + 7 * k] * ws[t + 18 + 7 * k] > PIVOT_TOL * ws[b + AB_D + 7 * k]:
                     return False
             for k in range(6):
-                ws[t + 12 + k] = ws[x + A_ + k] - ws[ap + k]
-            x_motion(ws, oW + i * W_WORLD, ws, t + 12, ws, t + 54)
+                ws[t + 12 + k] = ws[x + RN_A + k] - ws[ap + k]
+            x_motion(ws, world_slot(oW, i) + WO_X, ws, t + 12, ws, t + 54)
             for k in range(6):
                 qdd_full[fv + k] = ws[t + 54 + (k + 3) % 6]
         else:
-            s = oS + i * W_COR
+            s = aba_slot(oA, i) + AB_S
             Ua = 0.0
             for k in range(6):
-                Ua += ws[b + U_ + k] * ws[ap + k]
-            qdd = (ws[b + u_] - Ua) / ws[b + D_]
+                Ua += ws[b + AB_U + k] * ws[ap + k]
+            qdd = (ws[b + AB_TAU] - Ua) / ws[b + AB_D]
             qdd_full[fv] = qdd
             for k in range(6):
-                ws[x + A_ + k] = ws[ap + k] + ws[s + k] * qdd
+                ws[x + RN_A + k] = ws[ap + k] + ws[s + k] * qdd
     return True
 
 
@@ -276,12 +291,11 @@ def _aba_sweeps(md, ws, q, v, tau, fext, fext_world, out):
             if not all_finite(fext[i]):
                 return BAD_FEXT
     offs = region_offsets(nb, nvf, nmim)
-    oR = offs[0]
-    oW = offs[1]
-    oA = offs[3]
-    oS = offs[4]                       # S in world coordinates (1-DOF joints)
-    t = offs[5]
-    ov = offs[7]                       # full vectors: tau_full, qdd_full, rhs
+    oR = offs[R_RNEA]
+    oW = offs[R_WORLD]                 # X0
+    oA = offs[R_ABA]
+    t = offs[R_TMP]
+    ov = offs[R_VEC]                   # full vectors: tau_full, qdd_full, rhs
     tau_full = ws[ov:ov + nvf]
     qdd_full = ws[ov + nvf:ov + 2 * nvf]
     rhs = ws[ov + 2 * nvf:ov + 3 * nvf]
@@ -289,55 +303,54 @@ def _aba_sweeps(md, ws, q, v, tau, fext, fext_world, out):
     # ---- forward sweep (world frame): X0, S, v, c, I^A = I, p^A
     for i in range(nb):
         o = body_row(md, i)
-        x = oR + i * W_RNEA
-        b = oA + i * W_ABA
-        w = oW + i * W_WORLD
-        s = oS + i * W_COR
+        x = rnea_slot(oR, i)
+        b = aba_slot(oA, i)
+        w = world_slot(oW, i)
         jt = int(md[o + C_JTYPE])
         qi = int(md[o + C_QI])
         if jt == REVOLUTE:
             revolute_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
-                               ws, x + X_)
+                               ws, x + RN_X)
         elif jt == PRISMATIC:
             prismatic_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
-                                ws, x + X_)
-        elif not free_transform(md, o + C_ET, q, qi, ws, x + X_):
+                                ws, x + RN_X)
+        elif not free_transform(md, o + C_ET, q, qi, ws, x + RN_X):
             return BAD_QUAT
         p = int(md[o + C_PARENT])
         world_placement(md, ws, i, oR, oW)
         # vJ = S qd (body frame) -> world; S itself -> world (1-DOF joints)
         joint_motion(md, o, v, ws, t)
-        x_motion_inv(ws, w, ws, t, ws, t + 6)
+        x_motion_inv(ws, w + WO_X, ws, t, ws, t + 6)
         if jt != FREE:
             S_column(md, o, 0, ws, t)
-            x_motion_inv(ws, w, ws, t, ws, s)
+            x_motion_inv(ws, w + WO_X, ws, t, ws, b + AB_S)
         if p >= 0:
-            cross_motion(ws, oR + p * W_RNEA + V_, ws, t + 6, ws, b + C_)   # c = v_λ x vJ = v_i x vJ
+            cross_motion(ws, rnea_slot(oR, p) + RN_V, ws, t + 6, ws, b + AB_C)   # c = v_λ x vJ = v_i x vJ
             for k in range(6):
-                ws[x + V_ + k] = ws[oR + p * W_RNEA + V_ + k] + ws[t + 6 + k]
+                ws[x + RN_V + k] = ws[rnea_slot(oR, p) + RN_V + k] + ws[t + 6 + k]
         else:
             for k in range(6):
-                ws[b + C_ + k] = 0.0
-                ws[x + V_ + k] = ws[t + 6 + k]
+                ws[b + AB_C + k] = 0.0
+                ws[x + RN_V + k] = ws[t + 6 + k]
         # I^A = X0^T I X0 (about the world origin), p^A = v x* I v - f_ext
         for k in range(13):
             ws[t + 12 + k] = 0.0
-        inertia_xT_add(ws, w, md, o + C_MASS, ws, t + 12)
-        inertia_to_mat6(ws, t + 12, ws, b + IA_)
-        inertia_mul(ws, t + 12, ws, x + V_, ws, t)
+        inertia_xT_add(ws, w + WO_X, md, o + C_MASS, ws, t + 12)
+        inertia_to_mat6(ws, t + 12, ws, b + AB_IA)
+        inertia_mul(ws, t + 12, ws, x + RN_V, ws, t)
         for k in range(6):
-            ws[b + PA_ + k] = 0.0
-        cross_force_add(ws, x + V_, ws, t, ws, b + PA_)
+            ws[b + AB_PA + k] = 0.0
+        cross_force_add(ws, x + RN_V, ws, t, ws, b + AB_PA)
         if has_fext:
             if fext_world:
                 for k in range(6):
-                    ws[b + PA_ + k] -= fext[i, k]
+                    ws[b + AB_PA + k] -= fext[i, k]
             else:
                 for k in range(6):
                     ws[t + k] = 0.0
-                xT_force_add(ws, w, fext[i], 0, ws, t)
+                xT_force_add(ws, w + WO_X, fext[i], 0, ws, t)
                 for k in range(6):
-                    ws[b + PA_ + k] -= ws[t + k]
+                    ws[b + AB_PA + k] -= ws[t + k]
         # tau in full coordinates: the user's for DOF joints, 0 on mimic joints
         fv = int(md[o + C_FV])
         vi = int(md[o + C_VI])
@@ -347,15 +360,15 @@ def _aba_sweeps(md, ws, q, v, tau, fext, fext_world, out):
         else:
             tau_full[fv] = 0.0 if md[o + C_MIMIC] != 0.0 else tau[vi]
 
-    if not _articulated_inertias(md, ws, oS, oA):
+    if not _articulated_inertias(md, ws, oA):
         return SINGULAR
-    if not _force_and_accel_sweeps(md, ws, oR, oW, oS, oA, t, tau_full, bool(1), qdd_full):
+    if not _force_and_accel_sweeps(md, ws, oR, oW, oA, t, tau_full, bool(1), qdd_full):
         return SINGULAR
 
     if nmim > 0:
         # Y = H_full^-1 J^T, one bias-free sweep per constraint row
-        oY = offs[8]
-        oK = offs[9]
+        oY = offs[R_Y]
+        oK = offs[R_K]
         for c in range(nmim):
             ib, kb = mimic_pair(md, c)
             for k in range(nvf):
@@ -363,11 +376,11 @@ def _aba_sweeps(md, ws, q, v, tau, fext, fext_world, out):
             rhs[int(md[body_row(md, ib) + C_FV])] = 1.0
             rhs[int(md[body_row(md, kb) + C_FV])] -= md[body_row(md, ib) + C_MULT]
             for i in range(nb):
-                b = oA + i * W_ABA
+                b = aba_slot(oA, i)
                 for k in range(6):
-                    ws[b + PA_ + k] = 0.0
-                    ws[b + C_ + k] = 0.0
-            if not _force_and_accel_sweeps(md, ws, oR, oW, oS, oA, t, rhs, bool(0),
+                    ws[b + AB_PA + k] = 0.0
+                    ws[b + AB_C + k] = 0.0
+            if not _force_and_accel_sweeps(md, ws, oR, oW, oA, t, rhs, bool(0),
                                            ws[oY + c * nvf:oY + (c + 1) * nvf]):
                 return SINGULAR
         # K = J Y (symmetric positive definite), rhs = -J qdd_0

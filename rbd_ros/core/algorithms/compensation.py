@@ -14,7 +14,7 @@ the workspace's vector and matrix regions (which RNEA and CRBA do not use).
 """
 from numba import njit
 
-from ..layout import H_NB, H_NMIM, H_NVF, region_offsets
+from ..layout import H_NB, H_NMIM, H_NVF, R_MAT, R_VEC, region_offsets
 from ..spatial import INLINE, JIT
 from .common import BAD_DOFS, BAD_RESULT, OK, all_finite
 from .crba import crba_into
@@ -37,8 +37,8 @@ def compensation_k(md, ws, q, v, dofs, want_b, want_h, g_out, b_out, h_out):
         if dofs[k] < 0 or dofs[k] >= nv:
             return BAD_DOFS
     offs = region_offsets(int(md[H_NB]), int(md[H_NVF]), int(md[H_NMIM]))
-    o_mat = offs[6]
-    o_vec = offs[7]
+    o_mat = offs[R_MAT]
+    o_vec = offs[R_VEC]
     tmp = ws[o_vec:o_vec + nv]           # g, then b, in model order
     nofext = ws[:0].reshape((0, 6))
     st = rnea_into(md, ws, q, q, q, nofext, bool(0), bool(0), bool(0), tmp)  # plain booleans: see rnea.py

@@ -37,17 +37,27 @@ from ..layout import (
     C_PARENT,
     C_QI,
     C_SUBEND,
+    CR_F,
+    CR_S,
     H_NB,
     H_NMIM,
     H_NVF,
     H_OFF_ARM,
-    W_COR,
-    W_IC,
-    W_RNEA,
-    W_WORLD,
+    IC_I,
+    R_CRBA,
+    R_IC,
+    R_RNEA,
+    R_TMP,
+    R_WORLD,
+    RN_X,
+    WO_X,
     body_row,
+    crba_slot,
+    ic_slot,
     region_offsets,
+    rnea_slot,
     workspace_size,
+    world_slot,
 )
 from ..spatial import JIT, inertia_mul, inertia_xT_add, x_motion_inv, xT_force_add
 from .common import BAD_Q, BAD_QUAT, OK, S_column, all_finite, dof, finite_result, ncols
@@ -61,30 +71,30 @@ def crba_into(md, ws, q, H):
     if not all_finite(q):
         return BAD_Q
     offs = region_offsets(nb, int(md[H_NVF]), int(md[H_NMIM]))
-    oR = offs[0]
-    oW = offs[1]
-    oI = offs[2]
-    oS = offs[4]                # S_j in world coordinates (6 per column)
-    oF = offs[4] + 36           # I^c_j S_j in world coordinates (6 per column)
-    t = offs[5]                 # scratch: S at t, I^c S at t+6
+    oR = offs[R_RNEA]            # X_j (RN_X)
+    oW = offs[R_WORLD]           # X0_j (WO_X)
+    oI = offs[R_IC]              # I^c_j, body frame (IC_I)
+    oS = offs[R_CRBA] + CR_S     # with crba_slot: S_j in world coordinates (6 per column)
+    oF = offs[R_CRBA] + CR_F     # with crba_slot: I^c_j S_j in world coordinates (6 per column)
+    t = offs[R_TMP]              # scratch: S at t, I^c S at t+6
     for i in range(nb):
         o = body_row(md, i)
         jt = int(md[o + C_JTYPE])
         qi = int(md[o + C_QI])
         if jt == REVOLUTE:
             revolute_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
-                               ws, oR + i * W_RNEA)
+                               ws, rnea_slot(oR, i) + RN_X)
         elif jt == PRISMATIC:
             prismatic_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
-                                ws, oR + i * W_RNEA)
-        elif not free_transform(md, o + C_ET, q, qi, ws, oR + i * W_RNEA):
+                                ws, rnea_slot(oR, i) + RN_X)
+        elif not free_transform(md, o + C_ET, q, qi, ws, rnea_slot(oR, i) + RN_X):
             return BAD_QUAT
         for k in range(13):
-            ws[oI + i * W_IC + k] = md[o + C_MASS + k]
+            ws[ic_slot(oI, i) + IC_I + k] = md[o + C_MASS + k]
     for i in range(nb - 1, -1, -1):
         p = int(md[body_row(md, i) + C_PARENT])
         if p >= 0:
-            inertia_xT_add(ws, oR + i * W_RNEA, ws, oI + i * W_IC, ws, oI + p * W_IC)
+            inertia_xT_add(ws, rnea_slot(oR, i) + RN_X, ws, ic_slot(oI, i) + IC_I, ws, ic_slot(oI, p) + IC_I)
     for a in range(H.shape[0]):
         for b in range(H.shape[1]):
             H[a, b] = 0.0
@@ -92,14 +102,14 @@ def crba_into(md, ws, q, H):
     for i in range(nb):
         o = body_row(md, i)
         world_placement(md, ws, i, oR, oW)
-        w = oW + i * W_WORLD
+        w = world_slot(oW, i) + WO_X
         for c in range(ncols(md, o)):
             S_column(md, o, c, ws, t)
-            x_motion_inv(ws, w, ws, t, ws, oS + i * W_COR + 6 * c)
-            inertia_mul(ws, oI + i * W_IC, ws, t, ws, t + 6)
+            x_motion_inv(ws, w, ws, t, ws, crba_slot(oS, i) + 6 * c)
+            inertia_mul(ws, ic_slot(oI, i) + IC_I, ws, t, ws, t + 6)
             for k in range(6):
-                ws[oF + i * W_COR + 6 * c + k] = 0.0
-            xT_force_add(ws, w, ws, t + 6, ws, oF + i * W_COR + 6 * c)
+                ws[crba_slot(oF, i) + 6 * c + k] = 0.0
+            xT_force_add(ws, w, ws, t + 6, ws, crba_slot(oF, i) + 6 * c)
     # H_ij = S_i . F_j for j = i and every descendant j (bodies i+1..subtree end:
     # contiguous, no walking up parent pointers), then mirrored
     for i in range(nb):
@@ -107,7 +117,7 @@ def crba_into(md, ws, q, H):
         mi = md[o + C_MULT]
         end = int(md[o + C_SUBEND])
         for c in range(ncols(md, o)):
-            si = oS + i * W_COR + 6 * c
+            si = crba_slot(oS, i) + 6 * c
             s0 = ws[si]
             s1 = ws[si + 1]
             s2 = ws[si + 2]
@@ -116,14 +126,14 @@ def crba_into(md, ws, q, H):
             s5 = ws[si + 5]
             di = dof(md, o, c)
             for c2 in range(ncols(md, o)):
-                f = oF + i * W_COR + 6 * c2
+                f = crba_slot(oF, i) + 6 * c2
                 H[di, dof(md, o, c2)] += mi * mi * (s0 * ws[f] + s1 * ws[f + 1] + s2 * ws[f + 2] + s3 * ws[f + 3]
                                                     + s4 * ws[f + 4] + s5 * ws[f + 5])
             for j in range(i + 1, end + 1):
                 oj = body_row(md, j)
                 mm = mi * md[oj + C_MULT]
                 for c2 in range(ncols(md, oj)):
-                    f = oF + j * W_COR + 6 * c2
+                    f = crba_slot(oF, j) + 6 * c2
                     val = mm * (s0 * ws[f] + s1 * ws[f + 1] + s2 * ws[f + 2] + s3 * ws[f + 3] + s4 * ws[f + 4]
                                 + s5 * ws[f + 5])
                     dj = dof(md, oj, c2)

@@ -11,7 +11,7 @@ extreme arguments).
 import numpy as np
 from numba import njit
 
-from ..layout import H_NB, H_NMIM, H_NV, H_NVF, region_offsets, workspace_size
+from ..layout import H_NB, H_NMIM, H_NV, H_NVF, R_MAT, region_offsets, workspace_size
 from ..spatial import JIT
 from .common import BAD_A, BAD_RESULT, OK, SINGULAR, all_finite
 from .crba import crba_into
@@ -29,7 +29,7 @@ def forward_dynamics_into(md, ws, q, v, tau, fext, fext_world, out):
     if not all_finite(out):
         return BAD_RESULT
     nv = int(md[H_NV])
-    o_mat = region_offsets(int(md[H_NB]), int(md[H_NVF]), int(md[H_NMIM]))[6]
+    o_mat = region_offsets(int(md[H_NB]), int(md[H_NVF]), int(md[H_NMIM]))[R_MAT]
     H = ws[o_mat:o_mat + nv * nv].reshape((nv, nv))
     st = crba_into(md, ws, q, H)
     if st != OK:

@@ -34,31 +34,36 @@ from ..layout import (
     H_NMIM,
     H_NVF,
     H_OFF_ARM,
-    W_RNEA,
-    W_WORLD,
+    R_RNEA,
+    R_TMP,
+    R_WORLD,
+    RN_A,
+    RN_F,
+    RN_V,
+    RN_X,
+    WO_X,
     body_row,
     region_offsets,
+    rnea_slot,
     workspace_size,
+    world_slot,
 )
 from ..spatial import INLINE, JIT, cross_force_add, inertia_mul, x_force, x_motion, xT_force_add
 from .common import BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_V, OK, all_finite, finite_result
-
-# per-body slots in the RNEA workspace region
-X_, V_, A_, F_ = 0, 12, 18, 24
 
 
 @njit(**INLINE)
 def world_placement(md, ws, i, oX, oW):
     """World -> body i transform into the world region (needs the parent's):
-    E0_i = E_i E0_p,  r0_i = r0_p + E0_p^T r_i.  (A leaf: no helper calls.)"""
+    E0_i = E_i E0_p,  r0_i = r0_p + E0_p^T r_i.  (A leaf: no spatial helper calls.)"""
     p = int(md[body_row(md, i) + C_PARENT])
-    x = oX + i * W_RNEA
-    w = oW + i * W_WORLD
+    x = rnea_slot(oX, i) + RN_X
+    w = world_slot(oW, i) + WO_X
     if p < 0:
         for k in range(12):
             ws[w + k] = ws[x + k]
     else:
-        wp = oW + p * W_WORLD
+        wp = world_slot(oW, p) + WO_X
         for r in range(3):
             a0 = ws[x + 3 * r]
             a1 = ws[x + 3 * r + 1]
@@ -91,9 +96,9 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
             if not all_finite(fext[i]):
                 return BAD_FEXT
     offs = region_offsets(nb, int(md[H_NVF]), int(md[H_NMIM]))
-    oR = offs[0]
-    oW = offs[1]
-    t = offs[5]                 # scratch: I v at t, X* fext at t + 6
+    oR = offs[R_RNEA]
+    oW = offs[R_WORLD]
+    t = offs[R_TMP]                # scratch: I v at t, X* fext at t + 6
     g0 = md[H_GRAV]
     g1 = md[H_GRAV + 1]
     g2 = md[H_GRAV + 2]
@@ -101,61 +106,62 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
     # ---- forward pass: X_i, v_i, a_i, f_i
     for i in range(nb):
         o = body_row(md, i)
-        x = oR + i * W_RNEA
+        x = rnea_slot(oR, i)
         jt = int(md[o + C_JTYPE])
         qi = int(md[o + C_QI])
         if jt == REVOLUTE:
             revolute_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
-                               ws, x + X_)
+                               ws, x + RN_X)
         elif jt == PRISMATIC:
             prismatic_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
-                                ws, x + X_)
-        elif not free_transform(md, o + C_ET, q, qi, ws, x + X_):
+                                ws, x + RN_X)
+        elif not free_transform(md, o + C_ET, q, qi, ws, x + RN_X):
             return BAD_QUAT
         p = int(md[o + C_PARENT])
         if p >= 0:
-            xp = oR + p * W_RNEA
+            xp = rnea_slot(oR, p)
             if use_v:
-                x_motion(ws, x + X_, ws, xp + V_, ws, x + V_)
-            x_motion(ws, x + X_, ws, xp + A_, ws, x + A_)
+                x_motion(ws, x + RN_X, ws, xp + RN_V, ws, x + RN_V)
+            x_motion(ws, x + RN_X, ws, xp + RN_A, ws, x + RN_A)
         else:
             # v_0 = 0 and a_0 = -a_g:  X a_0 = [0; -E g]
             for k in range(6):
-                ws[x + V_ + k] = 0.0
+                ws[x + RN_V + k] = 0.0
             for k in range(3):
-                ws[x + A_ + k] = 0.0
-                ws[x + A_ + 3 + k] = -(ws[x + 3 * k] * g0 + ws[x + 3 * k + 1] * g1 + ws[x + 3 * k + 2] * g2)
+                ws[x + RN_A + k] = 0.0
+                ws[x + RN_A + 3 + k] = -(ws[x + RN_X + 3 * k] * g0 + ws[x + RN_X + 3 * k + 1] * g1
+                                       + ws[x + RN_X + 3 * k + 2] * g2)
         vi = int(md[o + C_VI])
         if jt == FREE:
             if use_a:
                 for k in range(6):
-                    ws[x + A_ + (k + 3) % 6] += a[vi + k]
+                    ws[x + RN_A + (k + 3) % 6] += a[vi + k]
             if use_v:
                 # a_i += v_i x (S qd); with v_i = X v_p + S qd that is (X v_p) x (S qd)
-                w0 = ws[x + V_]
-                w1 = ws[x + V_ + 1]
-                w2 = ws[x + V_ + 2]
-                l0 = ws[x + V_ + 3]
-                l1 = ws[x + V_ + 4]
-                l2 = ws[x + V_ + 5]
+                w0 = ws[x + RN_V]
+                w1 = ws[x + RN_V + 1]
+                w2 = ws[x + RN_V + 2]
+                l0 = ws[x + RN_V + 3]
+                l1 = ws[x + RN_V + 4]
+                l2 = ws[x + RN_V + 5]
                 s0 = v[vi + 3]
                 s1 = v[vi + 4]
                 s2 = v[vi + 5]
                 s3 = v[vi]
                 s4 = v[vi + 1]
                 s5 = v[vi + 2]
-                ws[x + A_] += w1 * s2 - w2 * s1
-                ws[x + A_ + 1] += w2 * s0 - w0 * s2
-                ws[x + A_ + 2] += w0 * s1 - w1 * s0
-                ws[x + A_ + 3] += w1 * s5 - w2 * s4 + l1 * s2 - l2 * s1
-                ws[x + A_ + 4] += w2 * s3 - w0 * s5 + l2 * s0 - l0 * s2
-                ws[x + A_ + 5] += w0 * s4 - w1 * s3 + l0 * s1 - l1 * s0
-                ws[x + V_] += s0
-                ws[x + V_ + 1] += s1
-                ws[x + V_ + 2] += s2
-                ws[x + V_ + 3] += s3
-                ws[x + V_ + 4] += s4
-                ws[x + V_ + 5] += s5
+                ws[x + RN_A] += w1 * s2 - w2 * s1
+                ws[x + RN_A + 1] += w2 * s0 - w0 * s2
+                ws[x + RN_A + 2] += w0 * s1 - w1 * s0
+                ws[x + RN_A + 3] += w1 * s5 - w2 * s4 + l1 * s2 - l2 * s1
+                ws[x + RN_A + 4] += w2 * s3 - w0 * s5 + l2 * s0 - l0 * s2
+                ws[x + RN_A + 5] += w0 * s4 - w1 * s3 + l0 * s1 - l1 * s0
+                ws[x + RN_V] += s0
+                ws[x + RN_V + 1] += s1
+                ws[x + RN_V + 2] += s2
+                ws[x + RN_V + 3] += s3
+                ws[x + RN_V + 4] += s4
+                ws[x + RN_V + 5] += s5
         else:
             m = md[o + C_MULT]
             u0 = md[o + C_AXIS]
@@ -165,71 +171,71 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
             s = 0 if jt == REVOLUTE else 3
             if use_a:
                 qdd = m * a[vi]
-                ws[x + A_ + s] += u0 * qdd
-                ws[x + A_ + s + 1] += u1 * qdd
-                ws[x + A_ + s + 2] += u2 * qdd
+                ws[x + RN_A + s] += u0 * qdd
+                ws[x + RN_A + s + 1] += u1 * qdd
+                ws[x + RN_A + s + 2] += u2 * qdd
             if use_v:
                 qd = m * v[vi]
                 s0 = u0 * qd
                 s1 = u1 * qd
                 s2 = u2 * qd
-                ws[x + V_ + s] += s0
-                ws[x + V_ + s + 1] += s1
-                ws[x + V_ + s + 2] += s2
-                w0 = ws[x + V_]
-                w1 = ws[x + V_ + 1]
-                w2 = ws[x + V_ + 2]
+                ws[x + RN_V + s] += s0
+                ws[x + RN_V + s + 1] += s1
+                ws[x + RN_V + s + 2] += s2
+                w0 = ws[x + RN_V]
+                w1 = ws[x + RN_V + 1]
+                w2 = ws[x + RN_V + 2]
                 c0 = w1 * s2 - w2 * s1
                 c1 = w2 * s0 - w0 * s2
                 c2 = w0 * s1 - w1 * s0
                 if jt == REVOLUTE:
                     # v_i x [s; 0] = [w x s; l x s]
-                    l0 = ws[x + V_ + 3]
-                    l1 = ws[x + V_ + 4]
-                    l2 = ws[x + V_ + 5]
-                    ws[x + A_] += c0
-                    ws[x + A_ + 1] += c1
-                    ws[x + A_ + 2] += c2
-                    ws[x + A_ + 3] += l1 * s2 - l2 * s1
-                    ws[x + A_ + 4] += l2 * s0 - l0 * s2
-                    ws[x + A_ + 5] += l0 * s1 - l1 * s0
+                    l0 = ws[x + RN_V + 3]
+                    l1 = ws[x + RN_V + 4]
+                    l2 = ws[x + RN_V + 5]
+                    ws[x + RN_A] += c0
+                    ws[x + RN_A + 1] += c1
+                    ws[x + RN_A + 2] += c2
+                    ws[x + RN_A + 3] += l1 * s2 - l2 * s1
+                    ws[x + RN_A + 4] += l2 * s0 - l0 * s2
+                    ws[x + RN_A + 5] += l0 * s1 - l1 * s0
                 else:
                     # v_i x [0; s] = [0; w x s]
-                    ws[x + A_ + 3] += c0
-                    ws[x + A_ + 4] += c1
-                    ws[x + A_ + 5] += c2
-        inertia_mul(md, o + C_MASS, ws, x + A_, ws, x + F_)
+                    ws[x + RN_A + 3] += c0
+                    ws[x + RN_A + 4] += c1
+                    ws[x + RN_A + 5] += c2
+        inertia_mul(md, o + C_MASS, ws, x + RN_A, ws, x + RN_F)
         if use_v:
-            inertia_mul(md, o + C_MASS, ws, x + V_, ws, t)
-            cross_force_add(ws, x + V_, ws, t, ws, x + F_)
+            inertia_mul(md, o + C_MASS, ws, x + RN_V, ws, t)
+            cross_force_add(ws, x + RN_V, ws, t, ws, x + RN_F)
         if has_fext:
             if fext_world:
                 world_placement(md, ws, i, oR, oW)
-                x_force(ws, oW + i * W_WORLD, fext[i], 0, ws, t + 6)
+                x_force(ws, world_slot(oW, i) + WO_X, fext[i], 0, ws, t + 6)
                 for k in range(6):
-                    ws[x + F_ + k] -= ws[t + 6 + k]
+                    ws[x + RN_F + k] -= ws[t + 6 + k]
             else:
                 for k in range(6):
-                    ws[x + F_ + k] -= fext[i, k]
+                    ws[x + RN_F + k] -= fext[i, k]
 
     # ---- backward pass: tau_i = S_i^T f_i,  f_λ += X_i^T f_i
     for k in range(out.shape[0]):
         out[k] = 0.0
     for i in range(nb - 1, -1, -1):
         o = body_row(md, i)
-        x = oR + i * W_RNEA
+        x = rnea_slot(oR, i)
         jt = int(md[o + C_JTYPE])
         vi = int(md[o + C_VI])
         if jt == FREE:
             for k in range(6):
-                out[vi + k] += ws[x + F_ + (k + 3) % 6]
+                out[vi + k] += ws[x + RN_F + (k + 3) % 6]
         else:
-            s = x + F_ if jt == REVOLUTE else x + F_ + 3
+            s = x + RN_F if jt == REVOLUTE else x + RN_F + 3
             out[vi] += md[o + C_MULT] * (md[o + C_AXIS] * ws[s] + md[o + C_AXIS + 1] * ws[s + 1]
                                          + md[o + C_AXIS + 2] * ws[s + 2])
         p = int(md[o + C_PARENT])
         if p >= 0:
-            xT_force_add(ws, x + X_, ws, x + F_, ws, oR + p * W_RNEA + F_)
+            xT_force_add(ws, x + RN_X, ws, x + RN_F, ws, rnea_slot(oR, p) + RN_F)
     if use_a:
         oa = int(md[H_OFF_ARM])
         for k in range(out.shape[0]):
