@@ -127,7 +127,6 @@ from .common import (
     BAD_RESULT,
     BAD_V,
     OK,
-    SINGULAR,
     S_column,
     all_finite,
     joint_motion,
@@ -265,17 +264,9 @@ def _force_and_accel_sweeps(md, ws, oR, oW, oA, t, tau_full, with_bias, qdd_full
 
 @njit(**JIT)
 def aba_into(md, ws, q, v, tau, fext, fext_world, out):
-    """ABA, or CRBA + LᵀDL where a pivot is (nearly) singular (module docstring)."""
-    st = _aba_sweeps(md, ws, q, v, tau, fext, fext_world, out)
-    if st == SINGULAR:
-        return forward_dynamics_into(md, ws, q, v, tau, fext, fext_world, out)
-    if st == OK and not all_finite(out):
-        return BAD_RESULT
-    return st
-
-
-@njit(**JIT)
-def _aba_sweeps(md, ws, q, v, tau, fext, fext_world, out):
+    """ABA, or CRBA + LᵀDL (``forward_dynamics_into``) where a pivot is (nearly)
+    singular (module docstring).  One function, not a wrapper around the sweeps: numba
+    re-optimises a callee in each caller, ~1.7 s of compile per layer."""
     nb = int(md[H_NB])
     nvf = int(md[H_NVF])
     nmim = int(md[H_NMIM])
@@ -361,9 +352,9 @@ def _aba_sweeps(md, ws, q, v, tau, fext, fext_world, out):
             tau_full[fv] = 0.0 if md[o + C_MIMIC] != 0.0 else tau[vi]
 
     if not _articulated_inertias(md, ws, oA):
-        return SINGULAR
+        return forward_dynamics_into(md, ws, q, v, tau, fext, fext_world, out)
     if not _force_and_accel_sweeps(md, ws, oR, oW, oA, t, tau_full, bool(1), qdd_full):
-        return SINGULAR
+        return forward_dynamics_into(md, ws, q, v, tau, fext, fext_world, out)
 
     if nmim > 0:
         # Y = H_full^-1 J^T, one bias-free sweep per constraint row
@@ -382,7 +373,7 @@ def _aba_sweeps(md, ws, q, v, tau, fext, fext_world, out):
                     ws[b + AB_C + k] = 0.0
             if not _force_and_accel_sweeps(md, ws, oR, oW, oA, t, rhs, bool(0),
                                            ws[oY + c * nvf:oY + (c + 1) * nvf]):
-                return SINGULAR
+                return forward_dynamics_into(md, ws, q, v, tau, fext, fext_world, out)
         # K = J Y (symmetric positive definite), rhs = -J qdd_0
         for r in range(nmim):
             ib, kb = mimic_pair(md, r)
@@ -395,7 +386,7 @@ def _aba_sweeps(md, ws, q, v, tau, fext, fext_world, out):
         K = ws[oK:oK + nmim * nmim].reshape((nmim, nmim))
         lam = rhs[:nmim]
         if not _cholesky_solve(K, lam):
-            return SINGULAR
+            return forward_dynamics_into(md, ws, q, v, tau, fext, fext_world, out)
         for c in range(nmim):
             for k in range(nvf):
                 qdd_full[k] += ws[oY + c * nvf + k] * lam[c]
@@ -408,6 +399,8 @@ def _aba_sweeps(md, ws, q, v, tau, fext, fext_world, out):
         vi = int(md[o + C_VI])
         for k in range(6 if int(md[o + C_JTYPE]) == FREE else 1):
             out[vi + k] = qdd_full[fv + k]
+    if not all_finite(out):
+        return BAD_RESULT
     return OK
 
 
