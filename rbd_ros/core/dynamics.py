@@ -290,7 +290,7 @@ def rnea(model, q, v, a, f_ext=None, f_ext_frame="local"):
             _check(rnea_k(model.md, model.workspace(), q, v, a, out), args=args)
         else:
             fe, world = _fext(model, f_ext, f_ext_frame, None)
-            _check(rnea_fext_k(model.md, model.workspace(), q, v, a, fe, world, out), args=args)
+            _check(rnea_fext_k(model.md, model.workspace(), q, v, a, fe, world, True, True, out), args=args)
         return out
     fe, world = (_NO_FEXT3, False) if f_ext is None else _fext(model, f_ext, f_ext_frame, N)
     out = np.empty((N, model.nv))
