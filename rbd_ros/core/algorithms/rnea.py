@@ -22,6 +22,7 @@ from ..joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transf
 from ..layout import (
     C_AXIS,
     C_ET,
+    C_H,
     C_JTYPE,
     C_MASS,
     C_MULT,
@@ -76,6 +77,20 @@ def world_placement(md, ws, i, oX, oW):
 
 
 @njit(**JIT)
+def _subtract_fext(md, ws, i, x, oR, oW, t, fext, fext_world):
+    """f_i -= f_i^ext (body frame; from the world frame if ``fext_world``).  Not
+    inlined: only calls with f_ext pay for it, and rnea_into compiles faster."""
+    if fext_world:
+        world_placement(md, ws, i, oR, oW)
+        x_force(ws, world_slot(oW, i) + WO_X, fext[i], 0, ws, t + 6)
+        for k in range(6):
+            ws[x + RN_F + k] -= ws[t + 6 + k]
+    else:
+        for k in range(6):
+            ws[x + RN_F + k] -= fext[i, k]
+
+
+@njit(**JIT)
 def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
     """tau = ID(q, v, a, fext) into ``out`` (length nv).
 
@@ -122,7 +137,17 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
             xp = rnea_slot(oR, p)
             if use_v:
                 x_motion(ws, x + RN_X, ws, xp + RN_V, ws, x + RN_V)
-            x_motion(ws, x + RN_X, ws, xp + RN_A, ws, x + RN_A)
+            if use_v or use_a:
+                x_motion(ws, x + RN_X, ws, xp + RN_A, ws, x + RN_A)
+            else:
+                # gravity alone: every a_i is [0; l] (a_0 = [0; -g], no joint motion),
+                # and X [0; l] = [0; E l]: a 3x3 product instead of the 6-D transform
+                l0 = ws[xp + RN_A + 3]
+                l1 = ws[xp + RN_A + 4]
+                l2 = ws[xp + RN_A + 5]
+                for k in range(3):
+                    ws[x + RN_A + k] = 0.0
+                    ws[x + RN_A + 3 + k] = ws[x + 3 * k] * l0 + ws[x + 3 * k + 1] * l1 + ws[x + 3 * k + 2] * l2
         else:
             # v_0 = 0 and a_0 = -a_g:  X a_0 = [0; -E g]
             for k in range(6):
@@ -204,19 +229,28 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
                     ws[x + RN_A + 3] += c0
                     ws[x + RN_A + 4] += c1
                     ws[x + RN_A + 5] += c2
-        inertia_mul(md, o + C_MASS, ws, x + RN_A, ws, x + RN_F)
+        if use_v or use_a:
+            inertia_mul(md, o + C_MASS, ws, x + RN_A, ws, x + RN_F)
+        else:
+            # I [0; l] = [h x l; m l]
+            m = md[o + C_MASS]
+            h0 = md[o + C_H]
+            h1 = md[o + C_H + 1]
+            h2 = md[o + C_H + 2]
+            l0 = ws[x + RN_A + 3]
+            l1 = ws[x + RN_A + 4]
+            l2 = ws[x + RN_A + 5]
+            ws[x + RN_F] = h1 * l2 - h2 * l1
+            ws[x + RN_F + 1] = h2 * l0 - h0 * l2
+            ws[x + RN_F + 2] = h0 * l1 - h1 * l0
+            ws[x + RN_F + 3] = m * l0
+            ws[x + RN_F + 4] = m * l1
+            ws[x + RN_F + 5] = m * l2
         if use_v:
             inertia_mul(md, o + C_MASS, ws, x + RN_V, ws, t)
             cross_force_add(ws, x + RN_V, ws, t, ws, x + RN_F)
         if has_fext:
-            if fext_world:
-                world_placement(md, ws, i, oR, oW)
-                x_force(ws, world_slot(oW, i) + WO_X, fext[i], 0, ws, t + 6)
-                for k in range(6):
-                    ws[x + RN_F + k] -= ws[t + 6 + k]
-            else:
-                for k in range(6):
-                    ws[x + RN_F + k] -= fext[i, k]
+            _subtract_fext(md, ws, i, x, oR, oW, t, fext, fext_world)
 
     # ---- backward pass: tau_i = S_i^T f_i,  f_λ += X_i^T f_i
     for k in range(out.shape[0]):
