@@ -110,6 +110,18 @@ def _compile_elsewhere():
         return None
 
 
+def _wait_for(helper, ready, timeout=300.0) -> None:
+    """Until ``ready()`` or the helper process has exited; past ``timeout`` the helper is
+    killed (this process then compiles what is missing itself: slower, no harm done)."""
+    end = time.monotonic() + timeout
+    while not ready() and helper.poll() is None:
+        if time.monotonic() > end:
+            helper.kill()
+            helper.wait()
+            return
+        time.sleep(0.02)
+
+
 def warm_control_path(rt, log=None) -> None:
     """Compile and run once what the node's torque topics use (see the module docstring)."""
     from rbd_ros.node.runtime import _merge_k
@@ -119,14 +131,13 @@ def warm_control_path(rt, log=None) -> None:
     q = np.array(model.neutral(), dtype=np.float64)
     z = np.zeros(model.nv)
     rbd.rnea(model, q, z, z)        # compiles rnea_into, meanwhile the helper compiles crba_into etc.
-    if helper is not None:
-        try:
-            helper.wait(timeout=300)
-        except subprocess.TimeoutExpired:  # compile it here then (no harm done)
-            helper.kill()
-            helper.wait()
+    if helper is not None:          # compensation_into needs crba_into: its cache entry first
+        from rbd_ros.core.algorithms.crba import crba_into
+        _wait_for(helper, lambda: _cached(crba_into))
     rbd.compensation_into(model, q, z, rt.out_v, np.empty(rt.nout), np.empty(rt.nout),
                           np.empty(rt.nout * rt.nout))
+    if helper is not None:          # then the command law's and the merge kernel (the helper's rest)
+        _wait_for(helper, lambda: False)
     rbd.friction(model, z)
     # the merge kernel with the argument types Runtime.update gives it (nothing merged)
     none = np.zeros(0, dtype=np.int64)
