@@ -141,6 +141,7 @@ class ControlPath:
     def __init__(self, node, stats, log, params, outputs=OUTPUTS):
         self.stats = stats
         self.log = log
+        self.context = node.context  # ok() False once shutting down
         self.outputs = tuple(outputs)
         self.publishers = [node.create_publisher(
             JointState if o.kind == STATE else Float64MultiArray, o.topic, names.QOS_OUTPUT)
@@ -390,11 +391,17 @@ class ControlPath:
         if not bound.shared:
             bound.reattach(self.outputs)
         msgs, pubs, outs = bound.msgs, self.publishers, self.outputs
-        for i in live:
-            m = msgs[i]
-            if outs[i].kind == STATE:
-                m.header.stamp = stamp
-            pubs[i].publish(m)
+        try:
+            for i in live:
+                m = msgs[i]
+                if outs[i].kind == STATE:
+                    m.header.stamp = stamp
+                pubs[i].publish(m)
+        except Exception:
+            # Ctrl-C: rclpy's signal handler shuts the context down from under a callback
+            # that is publishing ("publisher's context is invalid"); end quietly then
+            if self.context.ok():
+                raise
 
     # ------------------------------------------------------------ diagnostics
     def command_diagnostics(self, now: float):
