@@ -433,7 +433,8 @@ def test_workspace_views_after_crba_and_forward_dynamics(model):
         assert rel_err(w.X0(i), X0[i]) < TOL
         R, p = w.placement(i)              # oMi: body i's frame in the world
         assert rel_err(S6.plux(R.T, p), X0[i]) < TOL
-        assert rel_err(S6.inertia(w.Ic_m[i], w.Ic_h[i], w.Ic_Ibar[i]), IC[i]) < 1e-10
+        # composite inertias in world coordinates: X0^T I^c X0
+        assert rel_err(S6.inertia(w.Ic_m[i], w.Ic_h[i], w.Ic_Ibar[i]), X0[i].T @ IC[i] @ X0[i]) < 1e-10
     rbd.forward_dynamics(model, q, v, tau)
     # the factor is in the lower triangle (the kernel keeps scratch above it)
     assert rel_err(np.tril(w.H), ref.ltdl(model, H)) < 1e-9

@@ -26,15 +26,16 @@ its width and region):
 ``E0, r0``    world -> body i: written by crba, aba, coriolis_matrix, and
               rnea with world-frame f_ext.  ``placement(i)`` = (R, p) of
               body i in the world (R = E0ᵀ, p = r0), Pinocchio's oMi
-``Ic_*``      crba: composite inertia of i's subtree (m, h, Ibar) about
-              body i's origin, body frame
+``Ic_*``      crba: composite inertia of i's subtree (m, h, Ibar) in world
+              coordinates, about the world origin
 ``IA, pA, c`` aba: articulated inertia and bias force, velocity product
               c_i = v_i × S_i qd_i, world frame
 ``S_world``   coriolis_matrix: the joint's motion subspace columns in
               world coordinates (CO_S)
 ``crba_S_world``, ``F_world``
-              crba: the same S_i columns (CR_S) and F_i = I^c_i S_i, one
-              column per column of S_i, world coordinates (CR_F)
+              crba: the same S_i columns scaled by the mimic multiplier m_i
+              (CR_S) and F_i = I^c_i m_i S_i, one column per column of S_i,
+              world coordinates (CR_F)
 ``aba_S_world`` aba (1-DOF joints): S_i in world coordinates (AB_S)
 ``Sdot_world``, ``Ic_world``, ``Bc_world``
               coriolis_matrix: Ṡ_i columns; I^c_i and B^c_i (composites

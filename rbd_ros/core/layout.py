@@ -60,9 +60,10 @@ RN_F = 24            # [6] rnea: force across joint i (subtree sum after the bac
 W_WORLD = 12
 WO_X = 0             # [12] X0_i, world -> body i, as (E0 9, r0 3): crba, aba, coriolis_matrix, rnea with world f_ext
 
-# composite-inertia region (crba, body frame)
+# composite-inertia region (crba; world frame)
 W_IC = 13
-IC_I = 0             # [13] I^c_i about body i's origin: m, h (3), Ibar (9)
+IC_I = 0             # [13] I_i, then (backward sweep) the composite I^c_i, world coordinates about the world
+                     # origin: m, h (3), Ibar (9)
 
 # ABA region (aba; world frame, moments about the world origin)
 W_ABA = 102
@@ -83,8 +84,8 @@ CO_BC = 108          # [36] B_i, then the composite B^c_i, 6x6 row-major
 
 # CRBA region (crba; world frame)
 W_CRBA = 72
-CR_S = 0             # [36] columns of S_i in world coordinates, 6 per column
-CR_F = 36            # [36] F_i = X0_i^T (I^c_i S_i), 6 per column of S_i
+CR_S = 0             # [36] columns of m_i S_i in world coordinates (m_i: mimic multiplier, 1 if none), 6 per column
+CR_F = 36            # [36] F_i = I^c_i (m_i S_i), world coordinates, 6 per column of S_i
 
 TMP = 192            # scratch shared by all kernels (each documents its use at the top of its loop)
 

@@ -208,11 +208,32 @@ def inertia_mul(I, oi, v, ov, out, oo):
 
 @njit(**INLINE)
 def inertia_xT_add(X, ox, I, oi, out, oo):
-    """out += X^T I X: inertia I (child frame) expressed in the parent frame.
+    """out += X^T I X: inertia I (child frame) expressed in the parent frame
+    (``inertia_xT_set`` has the formulas)."""
+    _inertia_xT(X, ox, I, oi, out, oo, True)
+
+
+@njit(**INLINE)
+def inertia_xT_set(X, ox, I, oi, out, oo):
+    """out = X^T I X: inertia I (child frame) expressed in the parent frame.
 
     RBDA eq. 2.66 with y = E^T h:  m' = m,  h' = y + m r,
     Ibar' = E^T Ibar E - [r]x [y]x - [y + m r]x [r]x.
     """
+    _inertia_xT(X, ox, I, oi, out, oo, False)
+
+
+@njit(**INLINE)
+def _put(out, k, x, add):
+    if add:
+        out[k] += x
+    else:
+        out[k] = x
+
+
+@njit(**INLINE)
+def _inertia_xT(X, ox, I, oi, out, oo, add):
+    """inertia_xT_add (add: a compile-time constant after inlining) or inertia_xT_set."""
     m = I[oi]
     y0 = X[ox] * I[oi + 1] + X[ox + 3] * I[oi + 2] + X[ox + 6] * I[oi + 3]
     y1 = X[ox + 1] * I[oi + 1] + X[ox + 4] * I[oi + 2] + X[ox + 7] * I[oi + 3]
@@ -223,11 +244,13 @@ def inertia_xT_add(X, ox, I, oi, out, oo):
     z0 = y0 + m * r0
     z1 = y1 + m * r1
     z2 = y2 + m * r2
-    out[oo] += m
-    out[oo + 1] += z0
-    out[oo + 2] += z1
-    out[oo + 3] += z2
-    # E^T Ibar E: T = Ibar E (columns j), then row i of E^T T
+    # [a]x [b]x = b a^T - (a . b) 1
+    d = r0 * y0 + r1 * y1 + r2 * y2 + z0 * r0 + z1 * r1 + z2 * r2
+    _put(out, oo, m, add)
+    _put(out, oo + 1, z0, add)
+    _put(out, oo + 2, z1, add)
+    _put(out, oo + 3, z2, add)
+    # E^T Ibar E: T = Ibar E (columns j), then row i of E^T T; symmetric, so i <= j and mirrored
     for j in range(3):
         e0 = X[ox + j]
         e1 = X[ox + 3 + j]
@@ -235,19 +258,24 @@ def inertia_xT_add(X, ox, I, oi, out, oo):
         t0 = I[oi + 4] * e0 + I[oi + 5] * e1 + I[oi + 6] * e2
         t1 = I[oi + 7] * e0 + I[oi + 8] * e1 + I[oi + 9] * e2
         t2 = I[oi + 10] * e0 + I[oi + 11] * e1 + I[oi + 12] * e2
-        for i in range(3):
-            out[oo + 4 + 3 * i + j] += X[ox + i] * t0 + X[ox + 3 + i] * t1 + X[ox + 6 + i] * t2
-    # - [r]x [y]x - [z]x [r]x, with [a]x [b]x = b a^T - (a . b) 1
-    d = r0 * y0 + r1 * y1 + r2 * y2 + z0 * r0 + z1 * r1 + z2 * r2
+        for i in range(j + 1):
+            x = X[ox + i] * t0 + X[ox + 3 + i] * t1 + X[ox + 6 + i] * t2
+            _put(out, oo + 4 + 3 * i + j, x, add)
+            if i != j:
+                _put(out, oo + 4 + 3 * j + i, x, add)
+    # - [r]x [y]x - [z]x [r]x = -(y r^T + r z^T) + d 1, symmetric (z = y + m r)
     o = oo + 4
+    b01 = y0 * r1 + r0 * z1
+    b02 = y0 * r2 + r0 * z2
+    b12 = y1 * r2 + r1 * z2
     out[o] -= y0 * r0 + r0 * z0 - d
-    out[o + 1] -= y0 * r1 + r0 * z1
-    out[o + 2] -= y0 * r2 + r0 * z2
-    out[o + 3] -= y1 * r0 + r1 * z0
+    out[o + 1] -= b01
+    out[o + 2] -= b02
+    out[o + 3] -= b01
     out[o + 4] -= y1 * r1 + r1 * z1 - d
-    out[o + 5] -= y1 * r2 + r1 * z2
-    out[o + 6] -= y2 * r0 + r2 * z0
-    out[o + 7] -= y2 * r1 + r2 * z1
+    out[o + 5] -= b12
+    out[o + 6] -= b02
+    out[o + 7] -= b12
     out[o + 8] -= y2 * r2 + r2 * z2 - d
 
 

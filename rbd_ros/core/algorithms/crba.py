@@ -1,32 +1,37 @@
 """Composite Rigid Body Algorithm, world-frame variant (as Pinocchio does).
-RBDA Table 6.2 as written (F carried down the chain by X_j^T one body at a
-time) is in ``rbd_ros/core/reference/crba.py``; this kernel computes the same
-numbers as follows:
+RBDA Table 6.2 as written (composites in body frames, F carried down the
+chain by X_j^T one body at a time) is in ``rbd_ros/core/reference/crba.py``;
+this kernel computes the same numbers as follows, every spatial quantity in
+world coordinates (moments about the world origin):
 
-    I^c_i = I_i                                       (body frame)
-    for i = N..1:
-        I^c_λ(i) += X_i^T I^c_i X_i
-    for i = 1..N:                                     (X0_i: world -> body i)
-        S_i^0 = X0_i^-1 S_i;   F_i^0 = X0_i^T (I^c_i S_i)   (world coordinates)
-    for i = 1..N:
-        H_ii = S_i^0T F_i^0
-        for j = i+1 .. subtree_end(i):                (i's descendants)
-            H_ij = H_ji^T = S_i^0T F_j^0
+    for i = 1..N:                             (X0_i: world -> body i)
+        X0_i = X_i X0_λ(i);   I^c_i = X0_i^T I_i X0_i
+    for i = N..1:                             (I^c_i is complete: its subtree, i+1.., is done)
+        S'_i = m_i X0_i^-1 S_i;   F'_i = I^c_i S'_i
+        H_ii += S'_i^T F'_i
+        for j = i+1 .. subtree_end(i):        (i's descendants)
+            H_ij += S'_i^T F'_j;   H_ji = H_ij
+        I^c_λ(i) += I^c_i                     (a plain sum: one frame for all)
 
-S_i^0T F_j^0 equals Table 6.2's S_i^T F (F = I^c_j S_j carried from body j
-up to body i by the X^T's) because the product of a motion and a force does
+S_i^T F_j in world coordinates equals Table 6.2's S_i^T F (F = I^c_j S_j
+carried from body j up to body i by the X^T's) because the product of a motion and a force does
 not depend on the frame both are written in: each H entry is one 6-term dot
 product, and i's descendants are contiguous in the depth-first body order
 (no walking up parent pointers).  Only ancestor-descendant pairs are
-visited: H has branch-induced sparsity.  Mimic joints scale by their
-multipliers m_i m_j and add into their masters' rows and columns, which is
-H = G^T H_full G.  The armature (rotor inertia, per DOF) is added to the
-diagonal.
+visited: H has branch-induced sparsity.  m_i is body i's mimic multiplier
+(1 for ordinary joints), folded into S' and hence F': a mimic joint's
+entries, m_i m_j S_i^T F_j, add into its master's rows and columns, which
+is H = G^T H_full G.  Each pair adds its value to H_ab and stores the sum
+in H_ba too (H stays symmetric; a pair landing on the diagonal, a mimic
+joint and its master one below the other, adds twice).  Without mimic joints each entry is
+written once, and a subtree without free joints has one column per body,
+DOFs in body order: that loop reads no model data per pair.  The armature
+(rotor inertia, per DOF) is added to the diagonal.
 """
 import numpy as np
 from numba import njit
 
-from ..joints import PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
+from ..joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
 from ..layout import (
     C_AXIS,
     C_ET,
@@ -37,21 +42,24 @@ from ..layout import (
     C_PARENT,
     C_QI,
     C_SUBEND,
+    C_VI,
     CR_F,
     CR_S,
     H_NB,
     H_NMIM,
     H_NVF,
     H_OFF_ARM,
+    H_OFF_BODY,
     IC_I,
+    NCOL,
     R_CRBA,
     R_IC,
     R_RNEA,
     R_TMP,
     R_WORLD,
     RN_X,
+    W_CRBA,
     WO_X,
-    body_row,
     crba_slot,
     ic_slot,
     region_offsets,
@@ -59,8 +67,8 @@ from ..layout import (
     workspace_size,
     world_slot,
 )
-from ..spatial import JIT, inertia_mul, inertia_xT_add, x_motion_inv, xT_force_add
-from .common import BAD_Q, BAD_QUAT, OK, S_column, all_finite, dof, finite_result, ncols
+from ..spatial import JIT, inertia_mul, inertia_xT_set, x_motion_inv
+from .common import BAD_Q, BAD_QUAT, OK, S_column, all_finite, finite_result
 from .rnea import world_placement
 
 
@@ -73,12 +81,13 @@ def crba_into(md, ws, q, H):
     offs = region_offsets(nb, int(md[H_NVF]), int(md[H_NMIM]))
     oR = offs[R_RNEA]            # X_j (RN_X)
     oW = offs[R_WORLD]           # X0_j (WO_X)
-    oI = offs[R_IC]              # I^c_j, body frame (IC_I)
-    oS = offs[R_CRBA] + CR_S     # with crba_slot: S_j in world coordinates (6 per column)
-    oF = offs[R_CRBA] + CR_F     # with crba_slot: I^c_j S_j in world coordinates (6 per column)
-    t = offs[R_TMP]              # scratch: S at t, I^c S at t+6
+    oI = offs[R_IC]              # I^c_j, world coordinates (IC_I)
+    oS = offs[R_CRBA] + CR_S     # with crba_slot: m_j S_j in world coordinates (6 per column)
+    oF = offs[R_CRBA] + CR_F     # with crba_slot: I^c_j m_j S_j in world coordinates (6 per column)
+    t = offs[R_TMP]              # scratch: a free joint's S column at t
+    ob = int(md[H_OFF_BODY])     # body i's row is md[ob + NCOL i:] (layout.body_row, read once)
     for i in range(nb):
-        o = body_row(md, i)
+        o = ob + NCOL * i
         jt = int(md[o + C_JTYPE])
         qi = int(md[o + C_QI])
         if jt == REVOLUTE:
@@ -89,59 +98,106 @@ def crba_into(md, ws, q, H):
                                 ws, rnea_slot(oR, i) + RN_X)
         elif not free_transform(md, o + C_ET, q, qi, ws, rnea_slot(oR, i) + RN_X):
             return BAD_QUAT
-        for k in range(13):
-            ws[ic_slot(oI, i) + IC_I + k] = md[o + C_MASS + k]
-    for i in range(nb - 1, -1, -1):
-        p = int(md[body_row(md, i) + C_PARENT])
-        if p >= 0:
-            inertia_xT_add(ws, rnea_slot(oR, i) + RN_X, ws, ic_slot(oI, i) + IC_I, ws, ic_slot(oI, p) + IC_I)
+        world_placement(md, ws, i, oR, oW)
+        inertia_xT_set(ws, world_slot(oW, i) + WO_X, md, o + C_MASS, ws, ic_slot(oI, i) + IC_I)
     for a in range(H.shape[0]):
         for b in range(H.shape[1]):
             H[a, b] = 0.0
-    # S_i and F_i = I^c_i S_i in world coordinates, one 6-vector per column
-    for i in range(nb):
-        o = body_row(md, i)
-        world_placement(md, ws, i, oR, oW)
+    nomimic = int(md[H_NMIM]) == 0
+    free_min = nb                # lowest index of a free-joint body among those done (i+1..)
+    for i in range(nb - 1, -1, -1):
+        o = ob + NCOL * i
+        jt = int(md[o + C_JTYPE])
         w = world_slot(oW, i) + WO_X
-        for c in range(ncols(md, o)):
-            S_column(md, o, c, ws, t)
-            x_motion_inv(ws, w, ws, t, ws, crba_slot(oS, i) + 6 * c)
-            inertia_mul(ws, ic_slot(oI, i) + IC_I, ws, t, ws, t + 6)
-            for k in range(6):
-                ws[crba_slot(oF, i) + 6 * c + k] = 0.0
-            xT_force_add(ws, w, ws, t + 6, ws, crba_slot(oF, i) + 6 * c)
-    # H_ij = S_i . F_j for j = i and every descendant j (bodies i+1..subtree end:
-    # contiguous, no walking up parent pointers), then mirrored
-    for i in range(nb):
-        o = body_row(md, i)
-        mi = md[o + C_MULT]
+        c = ic_slot(oI, i) + IC_I
+        si = crba_slot(oS, i)
+        fi = crba_slot(oF, i)
+        n = 1
+        if jt == FREE:
+            n = 6
+            for a in range(6):
+                S_column(md, o, a, ws, t)
+                x_motion_inv(ws, w, ws, t, ws, si + 6 * a)
+                inertia_mul(ws, c, ws, si + 6 * a, ws, fi + 6 * a)
+        else:
+            # m X0^-1 S: axis u' = m E0^T u; revolute [u'; r0 x u'], prismatic [0; u']
+            m = md[o + C_MULT]
+            u0 = md[o + C_AXIS]
+            u1 = md[o + C_AXIS + 1]
+            u2 = md[o + C_AXIS + 2]
+            e0 = m * (ws[w] * u0 + ws[w + 3] * u1 + ws[w + 6] * u2)
+            e1 = m * (ws[w + 1] * u0 + ws[w + 4] * u1 + ws[w + 7] * u2)
+            e2 = m * (ws[w + 2] * u0 + ws[w + 5] * u1 + ws[w + 8] * u2)
+            if jt == REVOLUTE:
+                r0 = ws[w + 9]
+                r1 = ws[w + 10]
+                r2 = ws[w + 11]
+                ws[si] = e0
+                ws[si + 1] = e1
+                ws[si + 2] = e2
+                ws[si + 3] = r1 * e2 - r2 * e1
+                ws[si + 4] = r2 * e0 - r0 * e2
+                ws[si + 5] = r0 * e1 - r1 * e0
+            else:
+                ws[si] = 0.0
+                ws[si + 1] = 0.0
+                ws[si + 2] = 0.0
+                ws[si + 3] = e0
+                ws[si + 4] = e1
+                ws[si + 5] = e2
+            inertia_mul(ws, c, ws, si, ws, fi)
+        di = int(md[o + C_VI])
         end = int(md[o + C_SUBEND])
-        for c in range(ncols(md, o)):
-            si = crba_slot(oS, i) + 6 * c
-            s0 = ws[si]
-            s1 = ws[si + 1]
-            s2 = ws[si + 2]
-            s3 = ws[si + 3]
-            s4 = ws[si + 4]
-            s5 = ws[si + 5]
-            di = dof(md, o, c)
-            for c2 in range(ncols(md, o)):
-                f = crba_slot(oF, i) + 6 * c2
-                H[di, dof(md, o, c2)] += mi * mi * (s0 * ws[f] + s1 * ws[f + 1] + s2 * ws[f + 2] + s3 * ws[f + 3]
-                                                    + s4 * ws[f + 4] + s5 * ws[f + 5])
+        fast = nomimic and free_min > end
+        if jt == FREE:
+            free_min = i
+        for a in range(n):
+            sa = si + 6 * a
+            s0 = ws[sa]
+            s1 = ws[sa + 1]
+            s2 = ws[sa + 2]
+            s3 = ws[sa + 3]
+            s4 = ws[sa + 4]
+            s5 = ws[sa + 5]
+            da = di + a
+            # i's own block, upper triangle (a free joint's 6x6 block; a 1-DOF joint's H_ii)
+            for b in range(n):
+                f = fi + 6 * b
+                H[da, di + b] += (s0 * ws[f] + s1 * ws[f + 1] + s2 * ws[f + 2] + s3 * ws[f + 3]
+                                  + s4 * ws[f + 4] + s5 * ws[f + 5])
+            if fast:
+                # no mimic joint, no free joint below i: body j's one column is DOF di + n + (j - i - 1)
+                for j in range(i + 1, end + 1):
+                    f = fi + W_CRBA * (j - i)
+                    val = (s0 * ws[f] + s1 * ws[f + 1] + s2 * ws[f + 2] + s3 * ws[f + 3] + s4 * ws[f + 4]
+                           + s5 * ws[f + 5])
+                    db = di + n + (j - i - 1)
+                    H[da, db] = val
+                    H[db, da] = val
+                continue
             for j in range(i + 1, end + 1):
-                oj = body_row(md, j)
-                mm = mi * md[oj + C_MULT]
-                for c2 in range(ncols(md, oj)):
-                    f = crba_slot(oF, j) + 6 * c2
-                    val = mm * (s0 * ws[f] + s1 * ws[f + 1] + s2 * ws[f + 2] + s3 * ws[f + 3] + s4 * ws[f + 4]
-                                + s5 * ws[f + 5])
-                    dj = dof(md, oj, c2)
-                    H[di, dj] += val
-                    H[dj, di] += val
+                oj = ob + NCOL * j
+                dj = int(md[oj + C_VI])
+                nj = 6 if int(md[oj + C_JTYPE]) == FREE else 1
+                fj = crba_slot(oF, j)
+                for b in range(nj):
+                    f = fj + 6 * b
+                    val = (s0 * ws[f] + s1 * ws[f + 1] + s2 * ws[f + 2] + s3 * ws[f + 3] + s4 * ws[f + 4]
+                           + s5 * ws[f + 5])
+                    db = dj + b
+                    if da == db:                # a mimic joint and its master: H_ij + H_ji
+                        val += val
+                    x = H[da, db] + val         # H stays symmetric: H_ab == H_ba before and after
+                    H[da, db] = x
+                    H[db, da] = x
+        p = int(md[o + C_PARENT])
+        if p >= 0:
+            cp = ic_slot(oI, p) + IC_I
+            for k in range(13):
+                ws[cp + k] += ws[c + k]
     oa = int(md[H_OFF_ARM])
-    for k in range(H.shape[0]):
-        H[k, k] += md[oa + k]
+    for a in range(H.shape[0]):
+        H[a, a] += md[oa + a]
     return OK
 
 
