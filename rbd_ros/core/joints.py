@@ -53,10 +53,22 @@ def revolute_transform(T, ot, u, ou, angle, X, ox):
     E_J = R(u, angle)^T = c 1 - s [u]x + (1 - c) u u^T,  E = E_J E_T,  r = r_T."""
     c = np.cos(angle)
     s = np.sin(angle)
-    t = 1.0 - c
     u0 = u[ou]
     u1 = u[ou + 1]
     u2 = u[ou + 2]
+    if u2 == 1.0:
+        # the z axis (most URDFs' convention): E_J = [[c, s, 0], [-s, c, 0], [0, 0, 1]]
+        for k in range(3):
+            a = T[ot + k]
+            b = T[ot + 3 + k]
+            X[ox + k] = c * a + s * b
+            X[ox + 3 + k] = c * b - s * a
+            X[ox + 6 + k] = T[ot + 6 + k]
+        X[ox + 9] = T[ot + 9]
+        X[ox + 10] = T[ot + 10]
+        X[ox + 11] = T[ot + 11]
+        return
+    t = 1.0 - c
     j0 = c + t * u0 * u0
     j1 = s * u2 + t * u0 * u1
     j2 = -s * u1 + t * u0 * u2
