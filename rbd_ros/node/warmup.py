@@ -33,8 +33,8 @@ import rbd_ros.core as rbd
 
 # first-start compile time measured on the 2-core development machine (bench/first_start.py,
 # seconds after the node started); quoted in the log line so that a user knows what to expect
-CONTROL_PATH_S = 15
-SERVICES_S = 25
+CONTROL_PATH_S = 10
+SERVICES_S = 15
 
 
 def _log(log, text: str) -> None:

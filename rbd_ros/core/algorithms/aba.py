@@ -351,12 +351,11 @@ def aba_into(md, ws, q, v, tau, fext, fext_world, out):
         else:
             tau_full[fv] = 0.0 if md[o + C_MIMIC] != 0.0 else tau[vi]
 
-    if not _articulated_inertias(md, ws, oA):
-        return forward_dynamics_into(md, ws, q, v, tau, fext, fext_world, out)
-    if not _force_and_accel_sweeps(md, ws, oR, oW, oA, t, tau_full, bool(1), qdd_full):
-        return forward_dynamics_into(md, ws, q, v, tau, fext, fext_world, out)
-
-    if nmim > 0:
+    # ok False: a pivot failed -> the CRBA + LᵀDL result (one call site: LLVM would
+    # otherwise copy the fallback into each, seconds more to compile)
+    ok = _articulated_inertias(md, ws, oA) and \
+        _force_and_accel_sweeps(md, ws, oR, oW, oA, t, tau_full, bool(1), qdd_full)
+    if ok and nmim > 0:
         # Y = H_full^-1 J^T, one bias-free sweep per constraint row
         oY = offs[R_Y]
         oK = offs[R_K]
@@ -373,23 +372,27 @@ def aba_into(md, ws, q, v, tau, fext, fext_world, out):
                     ws[b + AB_C + k] = 0.0
             if not _force_and_accel_sweeps(md, ws, oR, oW, oA, t, rhs, bool(0),
                                            ws[oY + c * nvf:oY + (c + 1) * nvf]):
-                return forward_dynamics_into(md, ws, q, v, tau, fext, fext_world, out)
-        # K = J Y (symmetric positive definite), rhs = -J qdd_0
-        for r in range(nmim):
-            ib, kb = mimic_pair(md, r)
-            fi = int(md[body_row(md, ib) + C_FV])
-            fk = int(md[body_row(md, kb) + C_FV])
-            m = md[body_row(md, ib) + C_MULT]
-            for c in range(nmim):
-                ws[oK + r * nmim + c] = ws[oY + c * nvf + fi] - m * ws[oY + c * nvf + fk]
-            rhs[r] = -(qdd_full[fi] - m * qdd_full[fk])
-        K = ws[oK:oK + nmim * nmim].reshape((nmim, nmim))
-        lam = rhs[:nmim]
-        if not _cholesky_solve(K, lam):
-            return forward_dynamics_into(md, ws, q, v, tau, fext, fext_world, out)
-        for c in range(nmim):
-            for k in range(nvf):
-                qdd_full[k] += ws[oY + c * nvf + k] * lam[c]
+                ok = False
+                break
+        if ok:
+            # K = J Y (symmetric positive definite), rhs = -J qdd_0
+            for r in range(nmim):
+                ib, kb = mimic_pair(md, r)
+                fi = int(md[body_row(md, ib) + C_FV])
+                fk = int(md[body_row(md, kb) + C_FV])
+                m = md[body_row(md, ib) + C_MULT]
+                for c in range(nmim):
+                    ws[oK + r * nmim + c] = ws[oY + c * nvf + fi] - m * ws[oY + c * nvf + fk]
+                rhs[r] = -(qdd_full[fi] - m * qdd_full[fk])
+            K = ws[oK:oK + nmim * nmim].reshape((nmim, nmim))
+            lam = rhs[:nmim]
+            ok = _cholesky_solve(K, lam)
+            if ok:
+                for c in range(nmim):
+                    for k in range(nvf):
+                        qdd_full[k] += ws[oY + c * nvf + k] * lam[c]
+    if not ok:
+        return forward_dynamics_into(md, ws, q, v, tau, fext, fext_world, out)
 
     for i in range(nb):
         o = body_row(md, i)

@@ -77,20 +77,6 @@ def world_placement(md, ws, i, oX, oW):
 
 
 @njit(**JIT)
-def _subtract_fext(md, ws, i, x, oR, oW, t, fext, fext_world):
-    """f_i -= f_i^ext (body frame; from the world frame if ``fext_world``).  Not
-    inlined: only calls with f_ext pay for it, and rnea_into compiles faster."""
-    if fext_world:
-        world_placement(md, ws, i, oR, oW)
-        x_force(ws, world_slot(oW, i) + WO_X, fext[i], 0, ws, t + 6)
-        for k in range(6):
-            ws[x + RN_F + k] -= ws[t + 6 + k]
-    else:
-        for k in range(6):
-            ws[x + RN_F + k] -= fext[i, k]
-
-
-@njit(**JIT)
 def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
     """tau = ID(q, v, a, fext) into ``out`` (length nv).
 
@@ -250,7 +236,14 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
             inertia_mul(md, o + C_MASS, ws, x + RN_V, ws, t)
             cross_force_add(ws, x + RN_V, ws, t, ws, x + RN_F)
         if has_fext:
-            _subtract_fext(md, ws, i, x, oR, oW, t, fext, fext_world)
+            if fext_world:
+                world_placement(md, ws, i, oR, oW)
+                x_force(ws, world_slot(oW, i) + WO_X, fext[i], 0, ws, t + 6)
+                for k in range(6):
+                    ws[x + RN_F + k] -= ws[t + 6 + k]
+            else:
+                for k in range(6):
+                    ws[x + RN_F + k] -= fext[i, k]
 
     # ---- backward pass: tau_i = S_i^T f_i,  f_λ += X_i^T f_i
     for k in range(out.shape[0]):
