@@ -36,7 +36,7 @@ import oracle as orc  # noqa: E402
 
 import rbd_ros.core as new  # noqa: E402
 
-FUNCS = ("rnea", "gravity", "bias", "crba", "forward_dynamics", "aba")
+FUNCS = ("rnea", "gravity", "bias", "crba", "forward_dynamics", "aba", "coriolis_matrix")
 
 
 def export(rev: str, dest: str):
@@ -72,6 +72,7 @@ def calls(lib, model, q, v, a):
         "crba": lambda: lib.crba(model, q),
         "forward_dynamics": lambda: lib.forward_dynamics(model, q, v, a),
         "aba": lambda: lib.aba(model, q, v, a),
+        "coriolis_matrix": lambda: lib.coriolis_matrix(model, q, v),
     }
 
 

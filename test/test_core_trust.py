@@ -67,6 +67,20 @@ def test_aba_equals_forward_dynamics_with_mimic_on_a_massless_free_body():
         np.testing.assert_allclose(rbd.aba(m, Q, V, T), np.stack([ref, ref]), rtol=1e-9, atol=1e-9)
 
 
+def test_aba_falls_back_row_by_row_in_threaded_batches_with_external_forces():
+    """aba's kernel reports a failed pivot; dynamics.aba computes those rows by CRBA +
+    LᵀDL (single calls, and each such row of a batch split over threads)."""
+    m = rbd.Model.from_urdf(free_mimic_urdf())
+    rng = np.random.default_rng(3)
+    Q, V, T = (np.stack(x) for x in zip(*(random_state(m, rng) for _ in range(40))))
+    F = rng.normal(size=(40, len(m.link_names), 6))
+    for frame in ("local", "world"):
+        want = rbd.forward_dynamics(m, Q, V, T, f_ext=F, f_ext_frame=frame)
+        np.testing.assert_allclose(rbd.aba(m, Q, V, T, f_ext=F, f_ext_frame=frame), want, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(rbd.aba(m, Q[7], V[7], T[7], f_ext=F[7], f_ext_frame=frame), want[7],
+                                   rtol=1e-9, atol=1e-9)
+
+
 def test_aba_works_when_a_mimic_joint_moves_a_massless_child():
     m = rbd.Model.from_urdf(robot([link("base"), link("s"), '<link name="c"/>'],
                                   [joint("slide", "base", "s", "prismatic", axis="1 0 0"),

@@ -476,10 +476,12 @@ def aba(model, q, v, tau, f_ext=None, f_ext_frame="local"):
     :func:`forward_dynamics`; mimic joints handled as constraints; where an
     articulated inertia is nearly singular the kernel falls back to CRBA +
     LᵀDL, see ``algorithms/aba.py``)."""
-    return _fd(model, q, v, tau, f_ext, f_ext_frame, aba_k, aba_batch_k)
+    return _fd(model, q, v, tau, f_ext, f_ext_frame, aba_k, aba_batch_k, forward_dynamics_k)
 
 
-def _fd(model, q, v, tau, f_ext, frame, kernel, kernel_batch):
+def _fd(model, q, v, tau, f_ext, frame, kernel, kernel_batch, fallback=None):
+    """forward_dynamics / aba.  ``fallback``: the kernel that computes the result where
+    ``kernel`` reports SINGULAR (aba: a nearly singular pivot -> CRBA + LᵀDL)."""
     try:
         if (f_ext is None and frame is _LOCAL and q.__class__ is _ND and v.__class__ is _ND
                 and tau.__class__ is _ND and q.dtype is _F8 and v.dtype is _F8 and tau.dtype is _F8
@@ -487,12 +489,14 @@ def _fd(model, q, v, tau, f_ext, frame, kernel, kernel_batch):
             out = _empty(model._nv)
             st = kernel(model.md, model._tls.ws, q, v, tau, _NO_FEXT, False, out)
             if st:
+                if st == SINGULAR and fallback is not None:
+                    st = fallback(model.md, model._tls.ws, q, v, tau, _NO_FEXT, False, out)
                 _check(st, "tau", args=(("q", q), ("v", v), ("tau", tau)))
             return out
         q = _vec(q, model.nq, "q")
     except AttributeError:
         if _first_in_thread(model):
-            return _fd(model, q, v, tau, f_ext, frame, kernel, kernel_batch)
+            return _fd(model, q, v, tau, f_ext, frame, kernel, kernel_batch, fallback)
         raise
     v = _vec(v, model.nv, "v")
     tau = _vec(tau, model.nv, "tau")
@@ -500,18 +504,23 @@ def _fd(model, q, v, tau, f_ext, frame, kernel, kernel_batch):
     args = (("q", q), ("v", v), ("tau", tau), ("f_ext", f_ext if isinstance(f_ext, _ND) else ()))
     if f_ext is None:
         _frame_ok(frame)
+    ws = model.workspace()
     if N is None:
         out = np.empty(model.nv)
-        if f_ext is None:
-            _check(kernel(model.md, model.workspace(), q, v, tau, _NO_FEXT, False, out), "tau", args=args)
-        else:
-            fe, world = _fext(model, f_ext, frame, None)
-            _check(kernel(model.md, model.workspace(), q, v, tau, fe, world, out), "tau", args=args)
+        fe, world = (_NO_FEXT, False) if f_ext is None else _fext(model, f_ext, frame, None)
+        st = kernel(model.md, ws, q, v, tau, fe, world, out)
+        if st == SINGULAR and fallback is not None:
+            st = fallback(model.md, ws, q, v, tau, fe, world, out)
+        _check(st, "tau", args=args)
         return out
     fe, world = (_NO_FEXT3, False) if f_ext is None else _fext(model, f_ext, frame, N)
     out = np.empty((N, model.nv))
     status = np.zeros(N, dtype=np.int64)
     _run_batch(kernel_batch, N, model.md, q, v, tau, fe, world, out, status)
+    if fallback is not None:
+        for n in np.flatnonzero(status == SINGULAR):
+            status[n] = fallback(model.md, ws, q[n], v[n], tau[n], fe[n] if fe.shape[0] == N else _NO_FEXT,
+                                 world, out[n])
     _check_batch(status, "tau", args=args)
     return out
 

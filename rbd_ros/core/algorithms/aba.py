@@ -51,10 +51,14 @@ precision in nearly singular articulated inertias.  Every pivot is therefore
 tested relative to its own scale: D_i <= PIVOT_TOL sum_r S_r^2 I^A_rr for
 1-DOF joints, each Cholesky pivot of a free joint's I^A against its diagonal
 entry.  When one fails (or the mimic system K is not positive definite), the
-kernel computes the result by CRBA + LᵀDL instead (``forward_dynamics_into``),
-which reports SINGULAR only if H itself is singular.  So aba returns what
-forward_dynamics returns wherever that works; only the rare fallback costs
-the CRBA path's time.  The tolerance is 1e-6, not ~eps: a pivot ratio r
+kernel returns SINGULAR and its caller (``dynamics.aba``, single calls and
+each such batch row) computes the result by CRBA + LᵀDL instead
+(``forward_dynamics``), which reports SINGULAR only if H itself is singular.
+So aba returns what forward_dynamics returns wherever that works; only the
+rare fallback costs the CRBA path's time.  (The kernel does not call the
+CRBA path itself: numba would then re-optimise all of forward dynamics
+inside every ABA kernel, seconds of compile for a path that rarely runs.)
+The tolerance is 1e-6, not ~eps: a pivot ratio r
 costs ABA about eps / r of relative accuracy, and the world-frame sweeps
 meet small ratios far from the world origin (a robot 1 km away: r ~ 1e-8,
 errors ~ 4e-8 without the fallback).  Real robots near the origin stay
@@ -127,11 +131,11 @@ from .common import (
     BAD_RESULT,
     BAD_V,
     OK,
+    SINGULAR,
     S_column,
     all_finite,
     joint_motion,
 )
-from .forward_dynamics import forward_dynamics_into
 from .rnea import world_placement
 
 PIVOT_TOL = 1e-6        # relative pivot below which the CRBA path is used (module docstring)
@@ -264,8 +268,8 @@ def _force_and_accel_sweeps(md, ws, oR, oW, oA, t, tau_full, with_bias, qdd_full
 
 @njit(**JIT)
 def aba_into(md, ws, q, v, tau, fext, fext_world, out):
-    """ABA, or CRBA + LᵀDL (``forward_dynamics_into``) where a pivot is (nearly)
-    singular (module docstring).  One function, not a wrapper around the sweeps: numba
+    """ABA; SINGULAR where a pivot is (nearly) singular, for the caller's CRBA + LᵀDL
+    fallback (module docstring).  One function, not a wrapper around the sweeps: numba
     re-optimises a callee in each caller, ~1.7 s of compile per layer."""
     nb = int(md[H_NB])
     nvf = int(md[H_NVF])
@@ -351,8 +355,7 @@ def aba_into(md, ws, q, v, tau, fext, fext_world, out):
         else:
             tau_full[fv] = 0.0 if md[o + C_MIMIC] != 0.0 else tau[vi]
 
-    # ok False: a pivot failed -> the CRBA + LᵀDL result (one call site: LLVM would
-    # otherwise copy the fallback into each, seconds more to compile)
+    # ok False: a pivot failed -> SINGULAR (the caller falls back to CRBA + LᵀDL)
     ok = _articulated_inertias(md, ws, oA) and \
         _force_and_accel_sweeps(md, ws, oR, oW, oA, t, tau_full, bool(1), qdd_full)
     if ok and nmim > 0:
@@ -392,7 +395,7 @@ def aba_into(md, ws, q, v, tau, fext, fext_world, out):
                     for k in range(nvf):
                         qdd_full[k] += ws[oY + c * nvf + k] * lam[c]
     if not ok:
-        return forward_dynamics_into(md, ws, q, v, tau, fext, fext_world, out)
+        return SINGULAR
 
     for i in range(nb):
         o = body_row(md, i)
