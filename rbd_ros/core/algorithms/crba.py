@@ -198,12 +198,11 @@ def crba_into(md, ws, q, H):
     oa = int(md[H_OFF_ARM])
     for a in range(H.shape[0]):
         H[a, a] += md[oa + a]
-    return OK
+    return finite_result(OK, H)     # BAD_RESULT if finite arguments overflowed
 
 
-@njit(**JIT)
-def crba_k(md, ws, q, H):
-    return finite_result(crba_into(md, ws, q, H), H)
+# the entry point is crba_into itself (no wrapper kernel to compile: see aba.aba_k)
+crba_k = crba_into
 
 
 @njit(**JIT)
