@@ -91,7 +91,7 @@ def service_kernels():
 
 # what the helper process compiles (precompile step names), CRBA first: compensation_into
 # waits for it
-HELPER_STEPS = ("crba", "node command law kernels", "node merge kernel")
+HELPER_STEPS = ("crba", "node command law kernels", "node merge kernel", "rnea after the node")
 
 
 def _compile_elsewhere():
@@ -130,14 +130,21 @@ def warm_control_path(rt, log=None) -> None:
     model = rt.model
     q = np.array(model.neutral(), dtype=np.float64)
     z = np.zeros(model.nv)
-    rbd.rnea(model, q, z, z)        # compiles rnea_into, meanwhile the helper compiles crba_into etc.
+    if helper is not None:
+        # rnea_into itself (what compensation_into needs; the helper compiles the rnea
+        # entry kernel on top of it from the cache), meanwhile the helper compiles crba_into
+        from rbd_ros.core.algorithms.rnea import rnea_into
+        rnea_into(model.md, model.workspace(), q, z, z, np.zeros((0, 6)), False, True, True, np.empty(model.nv))
+    else:
+        rbd.rnea(model, q, z, z)
     if helper is not None:          # compensation_into needs crba_into: its cache entry first
         from rbd_ros.core.algorithms.crba import crba_into
         _wait_for(helper, lambda: _cached(crba_into))
     rbd.compensation_into(model, q, z, rt.out_v, np.empty(rt.nout), np.empty(rt.nout),
                           np.empty(rt.nout * rt.nout))
-    if helper is not None:          # then the command law's and the merge kernel (the helper's rest)
+    if helper is not None:          # then the helper's rest: command law, merge kernel, rnea entry
         _wait_for(helper, lambda: False)
+        rbd.rnea(model, q, z, z)
     rbd.friction(model, z)
     # the merge kernel with the argument types Runtime.update gives it (nothing merged)
     none = np.zeros(0, dtype=np.int64)
