@@ -26,14 +26,13 @@ from .layout import (
     HEADER,
     NCOL,
 )
-from .model import _vector3
 
 
-def pack_model_data(body_rows, dof_parent, mimic_pairs, nq, nv, nvf, gravity, armature=None):
+def pack_model_data(body_rows, dof_parent, mimic_pairs, nq, nv, nvf, gravity):
     """Assemble the flat model vector (see layout.py): header, body rows,
     mimic pairs, then each DOF's ancestor list in the LᵀDL elimination tree
     given by ``dof_parent`` (from :func:`dof_elimination_tree`), then the
-    armature."""
+    armature (zero here: ``Model.with_armature`` writes it)."""
     nb = len(body_rows)
     nmim = len(mimic_pairs)
     off_body = HEADER
@@ -51,10 +50,8 @@ def pack_model_data(body_rows, dof_parent, mimic_pairs, nq, nv, nvf, gravity, ar
     off_arm = off_anc + nv + 1 + sum(len(c) for c in chains)
     md = np.zeros(off_arm + nv)
     md[H_OFF_ARM] = off_arm
-    if armature is not None:
-        md[off_arm:off_arm + nv] = armature
     md[H_NB], md[H_NV], md[H_NQ], md[H_NVF], md[H_NMIM] = nb, nv, nq, nvf, nmim
-    md[H_GRAV:H_GRAV + 3] = _vector3(gravity, "gravity")
+    md[H_GRAV:H_GRAV + 3] = gravity      # checked by the caller (urdf._gravity)
     md[H_OFF_BODY], md[H_OFF_MIMIC] = off_body, off_mimic
     if nb:
         md[off_body:off_mimic] = np.asarray(body_rows, dtype=float).reshape(-1)

@@ -166,12 +166,9 @@ def _check(status, third="a", index=None, args=()):
     raise ValueError(f"{name}{where}: expected finite numbers, got NaN or inf")
 
 
-def _check_batch(status, third="a", args=(), out=None):
-    """Raise for the first bad batch row; ``out`` given: also a row with a
-    non-finite result (kernels that do not test their results)."""
-    if out is not None:
-        status = status.copy()
-        status[(status == OK) & ~np.isfinite(out.reshape((out.shape[0], -1))).all(axis=1)] = BAD_RESULT
+def _check_batch(status, third="a", args=()):
+    """Raise for the first bad batch row (every kernel reports a non-finite result
+    itself: BAD_RESULT)."""
     bad = np.flatnonzero(status)
     if bad.size:
         _check(int(status[bad[0]]), third, int(bad[0]), args)
@@ -224,10 +221,14 @@ def _run_batch(kernel, N, *args):
             f.result()
 
 
-def _fext(model, f_ext, frame, N):
-    """Per-link wrenches [f; tau] -> per-body spatial forces [n; f] for the kernels."""
+def _frame_ok(frame):
     if frame not in FEXT_FRAMES:
         raise ValueError(f"f_ext_frame: expected one of {FEXT_FRAMES}, got {frame!r}")
+
+
+def _fext(model, f_ext, frame, N):
+    """Per-link wrenches [f; tau] -> per-body spatial forces [n; f] for the kernels."""
+    _frame_ok(frame)
     nl = len(model.link_names)
     if isinstance(f_ext, dict):
         rows = np.zeros((nl, 6))
@@ -250,11 +251,6 @@ def _fext(model, f_ext, frame, N):
 
 
 # ----------------------------------------------------------------------------- dynamics
-
-def _frame_ok(frame):
-    if frame not in FEXT_FRAMES:
-        raise ValueError(f"f_ext_frame: expected one of {FEXT_FRAMES}, got {frame!r}")
-
 
 def rnea(model, q, v, a, f_ext=None, f_ext_frame="local"):
     """Inverse dynamics tau = H(q) a + C(q, v) v + g(q) - J^T f_ext (RNEA).
@@ -296,7 +292,7 @@ def rnea(model, q, v, a, f_ext=None, f_ext_frame="local"):
     out = np.empty((N, model.nv))
     status = np.zeros(N, dtype=np.int64)
     _run_batch(rnea_batch_k, N, model.md, q, v, a, fe, world, True, True, out, status)
-    _check_batch(status, args=args, out=out)
+    _check_batch(status, args=args)
     return out
 
 
@@ -322,7 +318,7 @@ def gravity(model, q):
     out = np.empty((N, model.nv))
     status = np.zeros(N, dtype=np.int64)
     _run_batch(rnea_batch_k, N, model.md, q, q, q, _NO_FEXT3, False, False, False, out, status)
-    _check_batch(status, args=(("q", q),), out=out)
+    _check_batch(status, args=(("q", q),))
     return out
 
 
@@ -351,7 +347,7 @@ def bias(model, q, v):
     out = np.empty((N, model.nv))
     status = np.zeros(N, dtype=np.int64)
     _run_batch(rnea_batch_k, N, model.md, q, v, v, _NO_FEXT3, False, True, False, out, status)
-    _check_batch(status, args=args, out=out)
+    _check_batch(status, args=args)
     return out
 
 
@@ -377,7 +373,7 @@ def crba(model, q):
     H = np.empty((N, model.nv, model.nv))
     status = np.zeros(N, dtype=np.int64)
     _run_batch(crba_batch_k, N, model.md, q, H, status)
-    _check_batch(status, args=(("q", q),), out=H)
+    _check_batch(status, args=(("q", q),))
     return H
 
 
@@ -451,15 +447,13 @@ def coriolis_matrix(model, q, v):
     if N is None:
         C = np.empty((model.nv, model.nv))
         _check(coriolis_k(model.md, model.workspace(), q, v, C), args=args)
-        if not np.isfinite(C).all():
-            _check(BAD_RESULT, args=args)
         return C
     C = np.empty((N, model.nv, model.nv))
     ws = model.workspace()
     status = np.zeros(N, dtype=np.int64)
     for n in range(N):
         status[n] = coriolis_k(model.md, ws, q[n], v[n], C[n])
-    _check_batch(status, "a", args=args, out=C)
+    _check_batch(status, "a", args=args)
     return C
 
 

@@ -83,6 +83,7 @@ from .layout import (
     WO_X,
     region_offsets,
 )
+from .reference.spatial import plux
 
 
 @dataclass
@@ -111,11 +112,11 @@ class WorkspaceViews:
 
     def X(self, i):
         """6x6 motion transform parent -> body i, rot(E) xlt(r)."""
-        return _plux(self.E[i], self.r[i])
+        return plux(self.E[i], self.r[i])
 
     def X0(self, i):
         """6x6 motion transform world -> body i."""
-        return _plux(self.E0[i], self.r0[i])
+        return plux(self.E0[i], self.r0[i])
 
     def placement(self, i):
         """(R, p): body i's orientation and origin in the world (Pinocchio's oMi)."""
@@ -126,13 +127,6 @@ class WorkspaceViews:
         return {k: getattr(self, k)[i] for k in ("E", "r", "v", "a", "f", "E0", "r0", "Ic_m", "Ic_h", "Ic_Ibar",
                                                  "IA", "pA", "c", "aba_S_world", "S_world", "crba_S_world", "F_world",
                                                  "Sdot_world", "Ic_world", "Bc_world")}
-
-
-def _plux(E, r):
-    X = np.zeros((6, 6))
-    X[:3, :3] = X[3:, 3:] = E
-    X[3:, :3] = -E @ np.array([[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]])
-    return X
 
 
 def workspace_views(model, ws=None):

@@ -61,13 +61,6 @@ def _steps():
         e = np.zeros(0, dtype=np.int64)
         _merge_k(np.zeros(1), np.zeros(1), True, e, e, e, e, q.copy(), z.copy(), np.zeros(n), 0.0)
 
-    def command_law():
-        try:
-            from rbd_ros.node.runtime import Runtime
-        except ImportError:  # the node's dependencies are not installed: core only
-            return
-        Runtime(model, (), "precompile").law.warm_up()
-
     def rnea_entry_after_node():
         """The node's first start: its warm-up compiles rnea_into itself; this helper
         step waits for that in the disk cache, then compiles the entry kernel on top."""
@@ -97,7 +90,6 @@ def _steps():
                                                             np.empty(n * n)), 0),
         ("rnea", lambda: rbd.rnea(model, q, z, z), 0),
         ("node merge kernel", merge, 0),
-        ("node command law", command_law, 0),
         ("node command law kernels", command_law_kernels, 0),
         ("rnea after the node", rnea_entry_after_node, 0),
         ("crba", lambda: rbd.crba(model, q), 0),

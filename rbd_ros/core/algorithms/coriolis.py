@@ -42,7 +42,19 @@ from ..layout import (
     world_slot,
 )
 from ..spatial import JIT, cross_motion, inertia_to_mat6, mat6_xT_X_add, x_motion_inv
-from .common import BAD_Q, BAD_QUAT, BAD_V, OK, S_column, all_finite, dof, joint_motion, joint_transform, ncols
+from .common import (
+    BAD_Q,
+    BAD_QUAT,
+    BAD_V,
+    OK,
+    S_column,
+    all_finite,
+    dof,
+    finite_result,
+    joint_motion,
+    joint_transform,
+    ncols,
+)
 from .rnea import world_placement
 
 
@@ -173,7 +185,7 @@ def coriolis_into(md, ws, q, v, C):
                     C[di, dj] += mm * (_dot6(ws, cj + CO_SDOT + 6 * c2, ws, f2)
                                    + _dot6(ws, cj + CO_S + 6 * c2, ws, f3))
                 j = int(md[oj + C_PARENT])
-    return OK
+    return finite_result(OK, C)     # BAD_RESULT if finite arguments overflowed
 
 
 coriolis_k = coriolis_into   # the entry point (no wrapper kernel: see aba.aba_k)

@@ -23,20 +23,16 @@ from .rnea import rnea_into
 def forward_dynamics_into(md, ws, q, v, tau, fext, fext_world, out):
     if not all_finite(tau):
         return BAD_A
+    # rnea_into and crba_into report a non-finite result themselves (BAD_RESULT)
     st = rnea_into(md, ws, q, v, v, fext, fext_world, bool(1), bool(0), out)  # plain booleans: see rnea.py
     if st != OK:
         return st
-    if not all_finite(out):
-        return BAD_RESULT
     nv = int(md[H_NV])
     o_mat = region_offsets(int(md[H_NB]), int(md[H_NVF]), int(md[H_NMIM]))[R_MAT]
     H = ws[o_mat:o_mat + nv * nv].reshape((nv, nv))
     st = crba_into(md, ws, q, H)
     if st != OK:
         return st
-    for k in range(nv):
-        if not all_finite(H[k]):
-            return BAD_RESULT
     if not ltdl_factor(md, H):
         return SINGULAR
     for k in range(nv):

@@ -91,10 +91,3 @@ def mcI(m, c, Ic):
     rotational inertia Ic about the centre of mass (= inertia(m, m c, Ic - m [c]x [c]x))."""
     C = skew(c)
     return np.block([[Ic + m * C @ C.T, m * C], [m * C.T, m * np.eye(3)]])
-
-
-def inertia_params(I):
-    """(m, h, Ibar) of a 6x6 spatial inertia (inverse of ``inertia``)."""
-    m = I[3, 3]
-    H = I[:3, 3:]
-    return m, np.array([H[2, 1], H[0, 2], H[1, 0]]), I[:3, :3].copy()
