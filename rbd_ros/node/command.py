@@ -64,7 +64,9 @@ FALLBACK_STALE = "desired state older than max_desired_age"
 FAILED = -1  # command(): the result was not finite (nothing to publish)
 
 
-def _array(n: int):
+def float_buffer(n: int) -> tuple[array.array, np.ndarray]:
+    """A float64 array.array (what rclpy messages hold without copying) and a numpy view on
+    it (runtime.py's output buffers use it too)."""
     buf = array.array("d", bytes(8 * n))
     return buf, np.frombuffer(buf, dtype=np.float64)
 
@@ -270,8 +272,8 @@ class CommandLaw:
         self.tau = np.zeros(nv)         # RNEA result of the command (computed_torque)
         self.tau_ff = np.zeros(nv)      # RNEA result of the feed-forward
         # outputs (array.array shared with the messages, numpy views)
-        self.cmd_buf, self.cmd = _array(n)
-        self.ff_buf, self.ff = _array(n)
+        self.cmd_buf, self.cmd = float_buffer(n)
+        self.ff_buf, self.ff = float_buffer(n)
         self._cache: dict = {}
         self._required = frozenset(rt.dof_index[nm] for nm in rt.out_names)
 
@@ -448,21 +450,17 @@ class CommandLaw:
         self.cmd[:] = 0.0
 
     def warm_up(self) -> None:
-        """Compile every kernel (numba) off the control path; leaves no desired state."""
+        """Compile every kernel (numba) off the control path: the law's own
+        (``warm_kernels``), then feed-forward and computed torque once through RNEA;
+        leaves no desired state."""
+        self.warm_kernels()
         rt = self.rt
-        names = list(rt.out_names)
-        zeros = [0.0] * len(names)
         s = Settings(mode=MODE_COMPUTED_TORQUE, friction=True, eps=0.01, kp=np.zeros(rt.model.nv),
                      kd=np.zeros(rt.model.nv), hold=np.zeros(rt.nout), max_age=0.0, clamp=True,
                      limit=np.full(rt.nout, np.inf), limit_source="URDF")
-        g = np.zeros(rt.nout)
-        self.set_desired(names, array.array("d", zeros), array.array("d", zeros),
-                         array.array("d", zeros), 0.0)
-        self.set_desired(names, zeros, [], [], 0.0)
+        self.set_desired(list(rt.out_names), [0.0] * rt.nout, [], [], 0.0)
         self.feedforward(s)
         self.command(0.0, s)
-        _finish_k(g, self.sel_out, rt.v, self.out_v, True, s.hold, False, self.damping,
-                  self.friction, s.eps, True, s.limit, self.cmd)
         self.clear_desired()
         self.cmd[:] = 0.0
         self.ff[:] = 0.0

@@ -66,12 +66,9 @@ IDLE_WAKE_S = 1.0
 
 
 def _friction_eps(p: params.Params) -> float:
-    """friction_velocity_eps (declared with the command parameters), when valid."""
-    eps = getattr(p, "friction_velocity_eps", pl.DEFAULT_FRICTION_VELOCITY_EPS)
-    try:
-        eps = float(eps)
-    except (TypeError, ValueError):
-        return pl.DEFAULT_FRICTION_VELOCITY_EPS
+    """friction_velocity_eps (a double parameter, declared with the command parameters),
+    when valid (finite, > 0)."""
+    eps = p.friction_velocity_eps
     return eps if math.isfinite(eps) and eps > 0 else pl.DEFAULT_FRICTION_VELOCITY_EPS
 
 

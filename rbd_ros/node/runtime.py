@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 import rbd_ros.core as rbd
-from rbd_ros.node.command import CommandLaw
+from rbd_ros.node.command import CommandLaw, float_buffer
 
 BUNDLED_ROBOTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "robots")
 
@@ -88,12 +88,6 @@ def resolve_urdf_file(value: str) -> str:
     raise rbd.ModelError(
         f"urdf_file: no such file {value!r} (and no bundled robot of that name; bundled: "
         f"{', '.join(sorted(f[:-5] for f in os.listdir(folder) if f.endswith('.urdf')))})")
-
-
-def _array(n: int) -> tuple[array.array, np.ndarray]:
-    """A float64 array.array (what rclpy messages hold without copying) and a numpy view on it."""
-    buf = array.array("d", bytes(8 * n))
-    return buf, np.frombuffer(buf, dtype=np.float64)
 
 
 class Runtime:
@@ -175,9 +169,9 @@ class Runtime:
         self.warned_unknown: set = set()
 
         # output buffers: array.array shared with the messages, numpy views to write into
-        self.g_buf, self.g = _array(self.nout)
-        self.b_buf, self.b = _array(self.nout)
-        self.h_buf, self.h = _array(self.nout * self.nout)
+        self.g_buf, self.g = float_buffer(self.nout)
+        self.b_buf, self.b = float_buffer(self.nout)
+        self.h_buf, self.h = float_buffer(self.nout * self.nout)
         # ~/effort_command and ~/feedforward_torques: the command law's buffers (command.py)
         self.law = CommandLaw(self)
         self.cmd_buf, self.cmd = self.law.cmd_buf, self.law.cmd

@@ -20,8 +20,8 @@ import numpy as np
 from geometry_msgs.msg import Accel, Wrench
 
 import rbd_ros.core as rbd
+from rbd_ros.node.payload import DEFAULT_FRICTION_VELOCITY_EPS
 
-DEFAULT_FRICTION_VELOCITY_EPS = 0.01
 NO_MODEL = ("no robot model loaded yet: publish the URDF on robot_description or set the "
             "robot_description / urdf_file parameter")
 CHUNK = 512  # trajectory points per core call (bounded memory, GIL released in between)

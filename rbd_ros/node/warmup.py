@@ -145,7 +145,6 @@ def warm_control_path(rt, log=None) -> None:
     if helper is not None:          # then the helper's rest: command law, merge kernel, rnea entry
         _wait_for(helper, lambda: False)
         rbd.rnea(model, q, z, z)
-    rbd.friction(model, z)
     # the merge kernel with the argument types Runtime.update gives it (nothing merged)
     none = np.zeros(0, dtype=np.int64)
     _merge_k(np.zeros(1), np.zeros(1), True, none, none, none, none, q.copy(), z.copy(),

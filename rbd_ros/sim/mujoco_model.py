@@ -218,13 +218,11 @@ class JointMap:
                                 f"{list(model.joint_names)}")
         if len(set(self.joints)) != len(self.joints):
             raise SimModelError(f"joints: a joint is named twice in {self.joints}")
-        self.qpos = np.array([mjm.jnt_qposadr[mjm.joint(j).id] for j in self.joints], dtype=np.intp)
-        self.dof = np.array([mjm.jnt_dofadr[mjm.joint(j).id] for j in self.joints], dtype=np.intp)
+        self.qpos = np.array([qpos_address(mjm, j) for j in self.joints], dtype=np.intp)
+        self.dof = np.array([qvel_address(mjm, j) for j in self.joints], dtype=np.intp)
         # model order (all DOFs) -> MuJoCo addresses
-        self.model_qpos = np.array([mjm.jnt_qposadr[mjm.joint(j).id] for j in model.joint_names],
-                                   dtype=np.intp)
-        self.model_dof = np.array([mjm.jnt_dofadr[mjm.joint(j).id] for j in model.joint_names],
-                                  dtype=np.intp)
+        self.model_qpos = np.array([qpos_address(mjm, j) for j in model.joint_names], dtype=np.intp)
+        self.model_dof = np.array([qvel_address(mjm, j) for j in model.joint_names], dtype=np.intp)
 
 
 def qpos_address(mjm, joint: str) -> int:
