@@ -62,7 +62,7 @@ def test_file_path_and_text_give_the_same_model(tmp_path):
     p = tmp_path / "r.urdf"
     p.write_text(GOOD)
     a, b = rbd.Model.from_urdf(str(p)), rbd.Model.from_urdf(GOOD)
-    assert np.array_equal(a.md, b.md) and a.joint_names == b.joint_names == ("ja", "jb")
+    assert np.array_equal(a.mi, b.mi) and a.joint_names == b.joint_names == ("ja", "jb")
 
 
 def test_parser_chatter_stays_off_stderr(capfd):

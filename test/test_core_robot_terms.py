@@ -191,7 +191,7 @@ def test_removing_payloads_restores_the_model_exactly(case):
         m = m.without_payload(link)
     assert m.payloads == {}
     bare = case.base.with_armature(case.arm)
-    assert np.array_equal(m.md, bare.md)
+    assert np.array_equal(m.mi, bare.mi)
     assert m.mass == bare.mass
     q, v, a, _ = case.states[0]
     assert np.array_equal(rbd.rnea(m, q, v, a), rbd.rnea(bare, q, v, a))
@@ -289,7 +289,7 @@ def test_payload_build_does_not_parse_again():
     m = model.with_payload("gripper_left_base_link", 1.0, [0, 0, -0.1], np.eye(3) * 1e-3)
     assert m.links is model.links and m.joint_names is model.joint_names
     assert m.effort_limit is model.effort_limit
-    diff = np.flatnonzero(m.md != model.md)
+    diff = np.flatnonzero(m.mi != model.mi)
     assert 0 < diff.size <= 13       # one body row's inertia: m, h, Ibar
 
 
@@ -305,7 +305,7 @@ def test_armature_dict_array_and_from_urdf_agree(panda):
     for m in (a1, a2, a3):
         assert np.array_equal(m.armature, arr)
         assert not m.armature.flags.writeable
-    assert np.array_equal(a1.md, a2.md) and np.array_equal(a1.md, a3.md)
+    assert np.array_equal(a1.mi, a2.mi) and np.array_equal(a1.mi, a3.mi)
     assert np.array_equal(panda.armature, np.zeros(panda.nv))
     # gravity and bias do not see the armature; tau does, by armature * a
     q, v, a = np.linspace(-1, 1, panda.nv), np.linspace(1, -1, panda.nv), np.linspace(-2, 3, panda.nv)
@@ -317,7 +317,7 @@ def test_armature_dict_array_and_from_urdf_agree(panda):
     assert np.array_equal(m.armature, arr) and "panda_hand" in m.payloads
     assert np.allclose(m.gravity, [0, 0, -1.62])
     m2 = m.without_payload("panda_hand")
-    assert np.array_equal(m2.md, a1.with_gravity([0, 0, -1.62]).md)
+    assert np.array_equal(m2.mi, a1.with_gravity([0, 0, -1.62]).mi)
 
 
 def test_armature_makes_a_massless_joint_solvable():

@@ -233,7 +233,7 @@ def test_models_cover_every_joint_type():
 
 def kernel_transform(model, i, q):
     X = np.zeros(12)
-    assert joint_transform(model.md, layout.body_row(model.md, i), q, X, 0)
+    assert joint_transform(model.md, model.mi, layout.body_row(model.mi, i), q, X, 0)
     return X
 
 
@@ -293,9 +293,11 @@ def brute_force_fill(model, seed=0):
 def test_dof_elimination_tree_against_brute_force(seed, n, fb, nmim):
     m = rbd.Model.from_urdf(random_tree_urdf(seed, n, types=ALL_TYPES, mimic=nmim, massless_root=False),
                             floating_base=fb)
-    md = m.md
-    o = int(md[layout.H_OFF_BODY])
-    rows = md[o:o + m.nbodies * layout.NCOL].reshape(m.nbodies, layout.NCOL)
+    md, mi = m.md, m.mi
+    o = int(mi[layout.H_OFF_BODY])
+    rows = md[o:o + m.nbodies * layout.NCOL].reshape(m.nbodies, layout.NCOL).copy()
+    for c in layout.INT_COLS:        # dof_elimination_tree reads builder rows: integers as floats
+        rows[:, c] = mi[o:o + m.nbodies * layout.NCOL].reshape(m.nbodies, layout.NCOL)[:, c]
     lam = np.asarray(dof_elimination_tree(list(rows), m.nv), dtype=int)
     assert np.array_equal(lam, elimination_tree(h_pattern(m)))
     # every fill-in entry of L lies on the row's ancestor chain, and the
@@ -310,8 +312,8 @@ def test_dof_elimination_tree_against_brute_force(seed, n, fb, nmim):
         if F[k].any():
             assert lam[k] == np.flatnonzero(F[k]).max()
         # and the model stores exactly this chain
-        s, e = layout.ancestors(md, k)
-        assert [int(x) for x in md[s:e]] == chain
+        s, e = layout.ancestors(mi, k)
+        assert [int(x) for x in mi[s:e]] == chain
     if nmim == 0 and not fb:
         # no mimic: λ is the kinematic tree's DOF parent
         tree = bodies(m)
@@ -324,13 +326,38 @@ def test_dof_elimination_tree_against_brute_force(seed, n, fb, nmim):
 
 # ------------------------------------------------------------------ Model.with_gravity
 
+def test_integer_entries_are_int64_and_mean_what_layout_says():
+    """The topology is stored as int64 (read through ``Model.mi``), not as float
+    casts: a float 1.0 stored there reads as 4607182418800017408 through mi."""
+    m = rbd.Model.from_urdf(random_tree_urdf(37, 12, types=ALL_TYPES, mimic=3, massless_root=False),
+                            floating_base=True)
+    mi = m.mi
+    assert mi.dtype == np.int64 and not mi.flags.writeable and np.shares_memory(mi, m.md)
+    assert (mi[layout.H_NB], mi[layout.H_NV], mi[layout.H_NQ]) == (m.nbodies, m.nv, m.nq)
+    assert np.array_equal(m.md[layout.H_GRAV:layout.H_GRAV + 3], m.gravity)
+    ref_bodies = bodies(m)
+    for i, b in enumerate(ref_bodies):
+        o = layout.body_row(mi, i)
+        assert -1 <= mi[o + layout.C_PARENT] < i
+        assert mi[o + layout.C_JTYPE] in (joints.REVOLUTE, joints.PRISMATIC, joints.FREE)
+        assert 0 <= mi[o + layout.C_QI] < m.nq and 0 <= mi[o + layout.C_VI] < m.nv
+        assert i <= mi[o + layout.C_SUBEND] < m.nbodies and mi[o + layout.C_MIMIC] in (0, 1)
+    pairs = [layout.mimic_pair(mi, k) for k in range(int(mi[layout.H_NMIM]))]
+    assert len(pairs) == sum(b.mimic for b in ref_bodies) >= 1
+    for dep, master in pairs:
+        assert ref_bodies[dep].mimic and not ref_bodies[master].mimic
+        assert ref_bodies[dep].vi == ref_bodies[master].vi
+    arm = int(mi[layout.H_OFF_ARM])
+    assert np.array_equal(m.md[arm:arm + m.nv], m.armature)
+
+
 def test_with_gravity(model):
     q, _, _ = random_state(model, np.random.default_rng(7))
     g2 = np.array([1.0, -2.0, 3.5])
     m2 = model.with_gravity(g2)
     assert np.array_equal(m2.gravity, g2) and np.array_equal(model.gravity, [0.0, 0.0, -9.81])
-    assert np.array_equal(np.delete(m2.md, range(layout.H_GRAV, layout.H_GRAV + 3)),
-                          np.delete(model.md, range(layout.H_GRAV, layout.H_GRAV + 3)))
+    assert np.array_equal(np.delete(m2.mi, range(layout.H_GRAV, layout.H_GRAV + 3)),
+                          np.delete(model.mi, range(layout.H_GRAV, layout.H_GRAV + 3)))   # bit for bit
     assert not m2.md.flags.writeable
     assert m2.workspace() is not model.workspace()
     assert rel_err(rbd.gravity(m2, q), ref.gravity(m2, q)) < 1e-9

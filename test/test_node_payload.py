@@ -546,11 +546,11 @@ def test_build_runtime_armature_payloads_and_dropped(arm):
     kw = protocol.parse_model_command(line)
     assert kw["friction_velocity_eps"] == 0.05 and kw["armature"] == {"joint3": 0.2}
     w = pl.build_runtime(joints=(), **kw)
-    assert np.array_equal(w.model.md, rt.model.md) and w.options["payloads"] == rt.options["payloads"]
+    assert np.array_equal(w.model.mi, rt.model.mi) and w.options["payloads"] == rt.options["payloads"]
     # a payload change keeps the armature and the joints
     rt2 = pl.with_payloads(rt, {})
     assert rt2.out_names == joints and list(rt2.model.armature) == list(rt.model.armature)
-    assert np.array_equal(rt2.model.md, model.with_armature(rt.model.armature).md)
+    assert np.array_equal(rt2.model.mi, model.with_armature(rt.model.armature).mi)
 
 
 def test_diagnostics_show_payloads_armature_friction(arm):

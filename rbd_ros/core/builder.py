@@ -24,6 +24,7 @@ from .layout import (
     H_OFF_BODY,
     H_OFF_MIMIC,
     HEADER,
+    INT_COLS,
     NCOL,
 )
 
@@ -49,21 +50,25 @@ def pack_model_data(body_rows, dof_parent, mimic_pairs, nq, nv, nvf, gravity):
     off_anc = off_mimic + 2 * nmim
     off_arm = off_anc + nv + 1 + sum(len(c) for c in chains)
     md = np.zeros(off_arm + nv)
-    md[H_OFF_ARM] = off_arm
-    md[H_NB], md[H_NV], md[H_NQ], md[H_NVF], md[H_NMIM] = nb, nv, nq, nvf, nmim
+    mi = md.view(np.int64)               # the integer entries (layout.py)
+    mi[H_OFF_ARM] = off_arm
+    mi[H_NB], mi[H_NV], mi[H_NQ], mi[H_NVF], mi[H_NMIM] = nb, nv, nq, nvf, nmim
     md[H_GRAV:H_GRAV + 3] = gravity      # checked by the caller (urdf._gravity)
-    md[H_OFF_BODY], md[H_OFF_MIMIC] = off_body, off_mimic
+    mi[H_OFF_BODY], mi[H_OFF_MIMIC], mi[H_OFF_ANC] = off_body, off_mimic, off_anc
     if nb:
-        md[off_body:off_mimic] = np.asarray(body_rows, dtype=float).reshape(-1)
+        rows = np.asarray(body_rows, dtype=float)
+        md[off_body:off_mimic] = rows.reshape(-1)
+        table = mi[off_body:off_mimic].reshape(nb, NCOL)
+        for c in INT_COLS:
+            table[:, c] = rows[:, c].astype(np.int64)
     if nmim:
-        md[off_mimic:off_anc] = np.asarray(mimic_pairs, dtype=float).reshape(-1)
-    md[H_OFF_ANC] = off_anc
+        mi[off_mimic:off_anc] = np.asarray(mimic_pairs, dtype=np.int64).reshape(-1)
     pos = off_anc + nv + 1
     for k, chain in enumerate(chains):
-        md[off_anc + k] = pos
-        md[pos:pos + len(chain)] = chain
+        mi[off_anc + k] = pos
+        mi[pos:pos + len(chain)] = chain
         pos += len(chain)
-    md[off_anc + nv] = pos
+    mi[off_anc + nv] = pos
     md.setflags(write=False)
     return md
 

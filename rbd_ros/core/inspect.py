@@ -131,10 +131,10 @@ class WorkspaceViews:
 
 def workspace_views(model, ws=None):
     """Named views of ``ws`` (default: this thread's ``model.workspace()``)."""
-    md = model.md
-    nb, nv = int(md[H_NB]), int(md[H_NV])
+    mi = model.mi
+    nb, nv = int(mi[H_NB]), int(mi[H_NV])
     ws = model.workspace() if ws is None else ws
-    offs = region_offsets(nb, int(md[H_NVF]), int(md[H_NMIM]))
+    offs = region_offsets(nb, int(mi[H_NVF]), int(mi[H_NMIM]))
 
     def region(r, width):
         return ws[offs[r]:offs[r] + nb * width].reshape(nb, width)

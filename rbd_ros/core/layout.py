@@ -1,28 +1,42 @@
 """Flat memory layout shared by the Model (constant data) and the kernels.
 
-A model is one read-only float64 vector ``md``: a header, then one row of
-``NCOL`` numbers per elementary body (in topological order, parent before
-child), then the mimic pairs, the per-DOF ancestor lists and the armature.  Keeping everything in one array keeps
-the compiled kernels' call overhead low (one argument instead of a dozen).
+A model is one read-only vector ``md`` of 8-byte entries: a header, then one
+row of ``NCOL`` entries per elementary body (in topological order, parent
+before child), then the mimic pairs, the per-DOF ancestor lists and the
+armature.  Keeping everything in one array keeps the compiled kernels' call
+overhead low (one argument instead of a dozen: numba's dispatcher costs
+~50 ns per array argument).
+
+Two kinds of entry share the vector, each read through its own typed view:
+the real numbers (gravity, joint axes and tree transforms, inertias, mimic
+multipliers and offsets, armature) are float64 and read as ``md[k]``; the
+integers (counts, offsets, parent indices, joint types, q/v indices,
+subtree ends, mimic pairs, ancestor lists: the ``INT_*`` entries below) are
+stored as int64 and read through the int64 view of the same memory,
+``mi = md.view(np.int64)`` (``Model.mi`` in Python; each kernel makes it
+once).  No float casts: an integer entry seen through ``md`` is meaningless
+(-1 reads as NaN), so code never reads one that way.
 
 A workspace is one float64 vector ``ws`` carved into regions (per-body
 blocks of named slots, then scratch, matrix and vector regions; see the
 workspace section below); every kernel takes one and allocates nothing.
 """
+import numpy as np
 from numba import njit
 
 from .spatial import INLINE
 
-# header
+# header (integers but H_GRAV)
 H_NB, H_NV, H_NQ, H_NVF, H_NMIM = 0, 1, 2, 3, 4
-H_GRAV = 5           # 3 numbers
-H_OFF_BODY = 8       # body table, NCOL numbers per body
-H_OFF_MIMIC = 9      # mimic pairs (dependent body, master body), 2 numbers each
-H_OFF_ANC = 10       # per-DOF ancestor lists of the LᵀDL elimination tree (see ltdl.py)
-H_OFF_ARM = 11       # per-DOF armature (rotor inertia reflected to the joint), nv numbers
+H_GRAV = 5           # 3 floats
+H_OFF_BODY = 8       # body table, NCOL entries per body
+H_OFF_MIMIC = 9      # mimic pairs (dependent body, master body), 2 integers each
+H_OFF_ANC = 10       # per-DOF ancestor lists of the LᵀDL elimination tree (see ltdl.py), integers
+H_OFF_ARM = 11       # per-DOF armature (rotor inertia reflected to the joint), nv floats
 HEADER = 16
+INT_HEADER = (H_NB, H_NV, H_NQ, H_NVF, H_NMIM, H_OFF_BODY, H_OFF_MIMIC, H_OFF_ANC, H_OFF_ARM)
 
-# body table columns
+# body table columns (INT_COLS are integers, the rest floats)
 C_PARENT = 0         # parent body index, -1 for the world
 C_JTYPE = 1          # joints.REVOLUTE / PRISMATIC / FREE
 C_QI = 2             # index of the joint's coordinate in q (the master's for a mimic joint)
@@ -39,6 +53,7 @@ C_IBAR = 26          # ... Ibar (9)
 C_MIMIC = 35         # 1 for a dependent (mimic) joint
 C_SUBEND = 36        # last body of this body's subtree (bodies are depth-first: the subtree is i..C_SUBEND)
 NCOL = 37
+INT_COLS = (C_PARENT, C_JTYPE, C_QI, C_VI, C_FV, C_MIMIC, C_SUBEND)   # int64 entries of a body row
 
 # ---- workspace
 #
@@ -165,25 +180,26 @@ def crba_slot(o, i):
 
 @njit(**INLINE)
 def workspace_size(md):
-    return region_offsets(int(md[H_NB]), int(md[H_NVF]), int(md[H_NMIM]))[R_END]
+    mi = md.view(np.int64)
+    return region_offsets(mi[H_NB], mi[H_NVF], mi[H_NMIM])[R_END]
 
 
 @njit(**INLINE)
-def body_row(md, i):
-    """Offset of body i's row in md."""
-    return int(md[H_OFF_BODY]) + i * NCOL
+def body_row(mi, i):
+    """Offset of body i's row in the model vector (``mi``: its int64 view)."""
+    return mi[H_OFF_BODY] + i * NCOL
 
 
 @njit(**INLINE)
-def ancestors(md, k):
-    """md[start:stop] lists DOF k's ancestors in the LᵀDL elimination tree,
+def ancestors(mi, k):
+    """mi[start:stop] lists DOF k's ancestors in the LᵀDL elimination tree,
     nearest first (precomputed: no pointer chasing in the factorisation)."""
-    o = int(md[H_OFF_ANC]) + k
-    return int(md[o]), int(md[o + 1])
+    o = mi[H_OFF_ANC] + k
+    return mi[o], mi[o + 1]
 
 
 @njit(**INLINE)
-def mimic_pair(md, k):
+def mimic_pair(mi, k):
     """(mimic body, master body) of mimic constraint k."""
-    o = int(md[H_OFF_MIMIC]) + 2 * k
-    return int(md[o]), int(md[o + 1])
+    o = mi[H_OFF_MIMIC] + 2 * k
+    return mi[o], mi[o + 1]

@@ -127,7 +127,12 @@ class Model:
     @property
     def nbodies(self):
         """Number of elementary moving bodies (planar joints count three)."""
-        return int(self.md[H_NB])
+        return int(self.mi[H_NB])
+
+    @property
+    def mi(self):
+        """The int64 view of ``md``: its integer entries (read-only; see layout.py)."""
+        return self.md.view(np.int64)
 
     @property
     def gravity(self):
@@ -178,7 +183,7 @@ class Model:
     @property
     def armature(self):
         """(nv,) rotor inertia reflected to each DOF (read-only view)."""
-        o = int(self.md[H_OFF_ARM])
+        o = int(self.mi[H_OFF_ARM])
         return self.md[o:o + self._nv]
 
     def with_armature(self, armature):
@@ -196,7 +201,7 @@ class Model:
         from .robot_terms import armature_vector
         arm = armature_vector(self, armature)
         md = self.base_md.copy()
-        o = int(md[H_OFF_ARM])
+        o = int(self.mi[H_OFF_ARM])
         md[o:o + self._nv] = arm
         return self._derive(md, self.payloads)
 
@@ -273,10 +278,11 @@ class Model:
         object.__setattr__(self, "_link_pos", {n: k for k, n in enumerate(self.link_names)})
         object.__setattr__(self, "_fext_maps", {})
         # plain ints and shapes for the argument checks on the hot path
-        object.__setattr__(self, "_nv", int(self.md[H_NV]))
-        object.__setattr__(self, "_sq", (int(self.md[H_NQ]),))
-        object.__setattr__(self, "_sv", (int(self.md[H_NV]),))
-        object.__setattr__(self, "_shape_H", (int(self.md[H_NV]), int(self.md[H_NV])))
+        mi = self.mi
+        object.__setattr__(self, "_nv", int(mi[H_NV]))
+        object.__setattr__(self, "_sq", (int(mi[H_NQ]),))
+        object.__setattr__(self, "_sv", (self._nv,))
+        object.__setattr__(self, "_shape_H", (self._nv, self._nv))
         nv = self._nv
         for name, fill, shape in (("damping", 0.0, (nv,)), ("friction", 0.0, (nv,)),
                                   ("effort_limit", np.inf, (nv,)), ("velocity_limit", np.inf, (nv,)),

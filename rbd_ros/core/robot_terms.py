@@ -90,7 +90,7 @@ def add_payloads(model, base_md, payloads):
             continue          # fixed to the world: no joint feels it
         R, p = info.R, info.p
         mass, h, Ibar = inertia_about_origin(m, p + R @ com, R @ Ic @ R.T)
-        o = body_row(md, info.body)
+        o = body_row(model.mi, info.body)
         md[o + C_MASS] += mass
         md[o + C_H:o + C_H + 3] += h
         md[o + C_IBAR:o + C_IBAR + 9] += Ibar.reshape(-1)

@@ -190,7 +190,7 @@ def check_inertias(mjm, model, rtol: float = 1e-9) -> None:
     rbd_ros model's (per rbd_ros body, relative tolerance ``rtol``) and the total masses agree."""
     m, h, Ibar = body_inertias(mjm, model)
     md = model.md
-    off = int(md[H_OFF_BODY])
+    off = int(model.mi[H_OFF_BODY])
     total = float(np.sum(mjm.body_mass))
     if abs(total - model.mass) > rtol * max(1.0, model.mass):
         raise SimModelError(f"total mass: MuJoCo {total!r} kg, URDF {model.mass!r} kg")

@@ -142,15 +142,15 @@ PIVOT_TOL = 1e-6        # relative pivot below which the CRBA path is used (modu
 
 
 @njit(**JIT)
-def _articulated_inertias(md, ws, oA):
+def _articulated_inertias(md, mi, ws, oA):
     """Backward sweep for I^A, U, D (independent of v, tau, f_ext), world frame.
     Returns False if some D is not positive relative to its scale."""
-    nb = int(md[H_NB])
+    nb = mi[H_NB]
     for i in range(nb - 1, -1, -1):
-        o = body_row(md, i)
+        o = body_row(mi, i)
         b = aba_slot(oA, i)
-        p = int(md[o + C_PARENT])
-        if int(md[o + C_JTYPE]) == FREE:
+        p = mi[o + C_PARENT]
+        if mi[o + C_JTYPE] == FREE:
             # S invertible: I^a = 0, nothing reaches the parent; keep I^A for the solve
             for k in range(36):
                 ws[b + AB_D + k] = ws[b + AB_IA + k]
@@ -165,8 +165,8 @@ def _articulated_inertias(md, ws, oA):
             ws[b + AB_U + r] = ur
             D += ws[s + r] * ur
             scale += ws[s + r] * ws[s + r] * ws[b + AB_IA + 7 * r]
-        if md[o + C_MIMIC] == 0.0:
-            D += md[int(md[H_OFF_ARM]) + int(md[o + C_VI])]
+        if mi[o + C_MIMIC] == 0:
+            D += md[mi[H_OFF_ARM] + mi[o + C_VI]]
         if not D > PIVOT_TOL * scale:
             return False
         ws[b + AB_D] = D
@@ -180,18 +180,18 @@ def _articulated_inertias(md, ws, oA):
 
 
 @njit(**JIT)
-def _force_and_accel_sweeps(md, ws, oR, oW, oA, t, tau_full, with_bias, qdd_full):
+def _force_and_accel_sweeps(md, mi, ws, oR, oW, oA, t, tau_full, with_bias, qdd_full):
     """Backward sweep for u and p^A, forward sweep for the accelerations (world
     frame).  ``p^A`` and ``c`` must hold the bias terms (or zeros when not
     ``with_bias``).  Writes qdd_full (user order per body).  False if a free
     joint's I^A is not positive definite."""
-    nb = int(md[H_NB])
+    nb = mi[H_NB]
     for i in range(nb - 1, -1, -1):
-        o = body_row(md, i)
+        o = body_row(mi, i)
         b = aba_slot(oA, i)
-        fv = int(md[o + C_FV])
-        p = int(md[o + C_PARENT])
-        if int(md[o + C_JTYPE]) == FREE:
+        fv = mi[o + C_FV]
+        p = mi[o + C_PARENT]
+        if mi[o + C_JTYPE] == FREE:
             # tau as a world force F = X0^T tau_body; p^a = F goes to the parent
             for k in range(6):
                 ws[t + (k + 3) % 6] = tau_full[fv + k]
@@ -224,11 +224,11 @@ def _force_and_accel_sweeps(md, ws, oR, oW, oA, t, tau_full, with_bias, qdd_full
     g2 = md[H_GRAV + 2]
     ap = t + 6         # a' = a_λ + c
     for i in range(nb):
-        o = body_row(md, i)
+        o = body_row(mi, i)
         b = aba_slot(oA, i)
         x = rnea_slot(oR, i)
-        p = int(md[o + C_PARENT])
-        fv = int(md[o + C_FV])
+        p = mi[o + C_PARENT]
+        fv = mi[o + C_FV]
         if p >= 0:
             for k in range(6):
                 ws[ap + k] = ws[rnea_slot(oR, p) + RN_A + k] + ws[b + AB_C + k]
@@ -240,7 +240,7 @@ def _force_and_accel_sweeps(md, ws, oR, oW, oA, t, tau_full, with_bias, qdd_full
                 ws[ap + 3] -= g0
                 ws[ap + 4] -= g1
                 ws[ap + 5] -= g2
-        if int(md[o + C_JTYPE]) == FREE:
+        if mi[o + C_JTYPE] == FREE:
             # a_i = (I^A)^-1 (F - p^A);  qdd = X0 (a_i - a') in the body frame
             for k in range(6):
                 ws[t + 12 + k] = ws[b + AB_TAU + k] - ws[b + AB_PA + k]
@@ -271,9 +271,10 @@ def aba_into(md, ws, q, v, tau, fext, fext_world, out):
     """ABA; SINGULAR where a pivot is (nearly) singular, for the caller's CRBA + LᵀDL
     fallback (module docstring).  One function, not a wrapper around the sweeps: numba
     re-optimises a callee in each caller, ~1.7 s of compile per layer."""
-    nb = int(md[H_NB])
-    nvf = int(md[H_NVF])
-    nmim = int(md[H_NMIM])
+    mi = md.view(np.int64)      # the model's integer entries (layout.py)
+    nb = mi[H_NB]
+    nvf = mi[H_NVF]
+    nmim = mi[H_NMIM]
     if not all_finite(q):
         return BAD_Q
     if not all_finite(v):
@@ -297,12 +298,12 @@ def aba_into(md, ws, q, v, tau, fext, fext_world, out):
 
     # ---- forward sweep (world frame): X0, S, v, c, I^A = I, p^A
     for i in range(nb):
-        o = body_row(md, i)
+        o = body_row(mi, i)
         x = rnea_slot(oR, i)
         b = aba_slot(oA, i)
         w = world_slot(oW, i)
-        jt = int(md[o + C_JTYPE])
-        qi = int(md[o + C_QI])
+        jt = mi[o + C_JTYPE]
+        qi = mi[o + C_QI]
         if jt == REVOLUTE:
             revolute_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
                                ws, x + RN_X)
@@ -311,13 +312,13 @@ def aba_into(md, ws, q, v, tau, fext, fext_world, out):
                                 ws, x + RN_X)
         elif not free_transform(md, o + C_ET, q, qi, ws, x + RN_X):
             return BAD_QUAT
-        p = int(md[o + C_PARENT])
-        world_placement(md, ws, i, oR, oW)
+        p = mi[o + C_PARENT]
+        world_placement(mi, ws, i, oR, oW)
         # vJ = S qd (body frame) -> world; S itself -> world (1-DOF joints)
-        joint_motion(md, o, v, ws, t)
+        joint_motion(md, mi, o, v, ws, t)
         x_motion_inv(ws, w + WO_X, ws, t, ws, t + 6)
         if jt != FREE:
-            S_column(md, o, 0, ws, t)
+            S_column(md, mi, o, 0, ws, t)
             x_motion_inv(ws, w + WO_X, ws, t, ws, b + AB_S)
         if p >= 0:
             cross_motion(ws, rnea_slot(oR, p) + RN_V, ws, t + 6, ws, b + AB_C)   # c = v_λ x vJ = v_i x vJ
@@ -347,43 +348,43 @@ def aba_into(md, ws, q, v, tau, fext, fext_world, out):
                 for k in range(6):
                     ws[b + AB_PA + k] -= ws[t + k]
         # tau in full coordinates: the user's for DOF joints, 0 on mimic joints
-        fv = int(md[o + C_FV])
-        vi = int(md[o + C_VI])
-        if int(md[o + C_JTYPE]) == FREE:
+        fv = mi[o + C_FV]
+        vi = mi[o + C_VI]
+        if mi[o + C_JTYPE] == FREE:
             for k in range(6):
                 tau_full[fv + k] = tau[vi + k]
         else:
-            tau_full[fv] = 0.0 if md[o + C_MIMIC] != 0.0 else tau[vi]
+            tau_full[fv] = 0.0 if mi[o + C_MIMIC] != 0 else tau[vi]
 
     # ok False: a pivot failed -> SINGULAR (the caller falls back to CRBA + LᵀDL)
-    ok = _articulated_inertias(md, ws, oA) and \
-        _force_and_accel_sweeps(md, ws, oR, oW, oA, t, tau_full, bool(1), qdd_full)
+    ok = _articulated_inertias(md, mi, ws, oA) and \
+        _force_and_accel_sweeps(md, mi, ws, oR, oW, oA, t, tau_full, bool(1), qdd_full)
     if ok and nmim > 0:
         # Y = H_full^-1 J^T, one bias-free sweep per constraint row
         oY = offs[R_Y]
         oK = offs[R_K]
         for c in range(nmim):
-            ib, kb = mimic_pair(md, c)
+            ib, kb = mimic_pair(mi, c)
             for k in range(nvf):
                 rhs[k] = 0.0
-            rhs[int(md[body_row(md, ib) + C_FV])] = 1.0
-            rhs[int(md[body_row(md, kb) + C_FV])] -= md[body_row(md, ib) + C_MULT]
+            rhs[mi[body_row(mi, ib) + C_FV]] = 1.0
+            rhs[mi[body_row(mi, kb) + C_FV]] -= md[body_row(mi, ib) + C_MULT]
             for i in range(nb):
                 b = aba_slot(oA, i)
                 for k in range(6):
                     ws[b + AB_PA + k] = 0.0
                     ws[b + AB_C + k] = 0.0
-            if not _force_and_accel_sweeps(md, ws, oR, oW, oA, t, rhs, bool(0),
+            if not _force_and_accel_sweeps(md, mi, ws, oR, oW, oA, t, rhs, bool(0),
                                            ws[oY + c * nvf:oY + (c + 1) * nvf]):
                 ok = False
                 break
         if ok:
             # K = J Y (symmetric positive definite), rhs = -J qdd_0
             for r in range(nmim):
-                ib, kb = mimic_pair(md, r)
-                fi = int(md[body_row(md, ib) + C_FV])
-                fk = int(md[body_row(md, kb) + C_FV])
-                m = md[body_row(md, ib) + C_MULT]
+                ib, kb = mimic_pair(mi, r)
+                fi = mi[body_row(mi, ib) + C_FV]
+                fk = mi[body_row(mi, kb) + C_FV]
+                m = md[body_row(mi, ib) + C_MULT]
                 for c in range(nmim):
                     ws[oK + r * nmim + c] = ws[oY + c * nvf + fi] - m * ws[oY + c * nvf + fk]
                 rhs[r] = -(qdd_full[fi] - m * qdd_full[fk])
@@ -398,12 +399,12 @@ def aba_into(md, ws, q, v, tau, fext, fext_world, out):
         return SINGULAR
 
     for i in range(nb):
-        o = body_row(md, i)
-        if md[o + C_MIMIC] != 0.0:
+        o = body_row(mi, i)
+        if mi[o + C_MIMIC] != 0:
             continue
-        fv = int(md[o + C_FV])
-        vi = int(md[o + C_VI])
-        for k in range(6 if int(md[o + C_JTYPE]) == FREE else 1):
+        fv = mi[o + C_FV]
+        vi = mi[o + C_VI]
+        for k in range(6 if mi[o + C_JTYPE] == FREE else 1):
             out[vi + k] = qdd_full[fv + k]
     if not all_finite(out):
         return BAD_RESULT

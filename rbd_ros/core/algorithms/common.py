@@ -39,7 +39,7 @@ def finite_result(status, out):
 
 
 @njit(**JIT)
-def joint_transform(md, o, q, X, ox):
+def joint_transform(md, mi, o, q, X, ox):
     """X[ox:ox+12] = X_J(q) X_T for the body whose row starts at md[o].
     Returns False for a free joint whose quaternion has zero norm.
 
@@ -47,8 +47,8 @@ def joint_transform(md, o, q, X, ox):
     instead of calling this function: measured with numba 0.68, the call
     boundary (inlined or not) costs ~50 ns per body, three times the
     transform itself."""
-    jt = int(md[o + C_JTYPE])
-    qi = int(md[o + C_QI])
+    jt = mi[o + C_JTYPE]
+    qi = mi[o + C_QI]
     ok = True
     if jt == FREE:
         ok = free_transform(md, o + C_ET, q, qi, X, ox)
@@ -62,23 +62,23 @@ def joint_transform(md, o, q, X, ox):
 
 
 @njit(**INLINE)
-def ncols(md, o):
+def ncols(mi, o):
     """Number of columns of the body's motion subspace S."""
-    return 6 if int(md[o + C_JTYPE]) == FREE else 1
+    return 6 if mi[o + C_JTYPE] == FREE else 1
 
 
 @njit(**INLINE)
-def dof(md, o, c):
+def dof(mi, o, c):
     """Index in the user's v of column c of the body's S (the master's for a mimic joint)."""
-    return int(md[o + C_VI]) + c
+    return mi[o + C_VI] + c
 
 
 @njit(**INLINE)
-def S_column(md, o, c, out, oo):
+def S_column(md, mi, o, c, out, oo):
     """out[oo:oo+6] = column c of S (internal [w; v] order)."""
     for k in range(6):
         out[oo + k] = 0.0
-    jt = int(md[o + C_JTYPE])
+    jt = mi[o + C_JTYPE]
     if jt == FREE:
         out[oo + (c + 3) % 6] = 1.0
     elif jt == REVOLUTE:
@@ -90,11 +90,11 @@ def S_column(md, o, c, out, oo):
 
 
 @njit(**INLINE)
-def joint_motion(md, o, v, out, oo):
+def joint_motion(md, mi, o, v, out, oo):
     """out[oo:oo+6] = S qd, the joint's spatial velocity in the body frame for
     the user's v (mimic multiplier applied; free joint v = [v; w])."""
-    jt = int(md[o + C_JTYPE])
-    vi = int(md[o + C_VI])
+    jt = mi[o + C_JTYPE]
+    vi = mi[o + C_VI]
     if jt == FREE:
         for k in range(6):
             out[oo + (k + 3) % 6] = v[vi + k]

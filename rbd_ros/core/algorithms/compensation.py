@@ -12,6 +12,7 @@ three calls, their reordering and finiteness checks (~20 us per message in
 the ROS node for a 7-dof arm).  Allocates nothing: g/b and H are computed into
 the workspace's vector and matrix regions (which RNEA and CRBA do not use).
 """
+import numpy as np
 from numba import njit
 
 from ..layout import H_NB, H_NMIM, H_NVF, R_MAT, R_VEC, region_offsets
@@ -31,12 +32,13 @@ def gather_finite(x, dofs, out):
 
 @njit(**JIT)
 def compensation_k(md, ws, q, v, dofs, want_b, want_h, g_out, b_out, h_out):
+    mi = md.view(np.int64)      # the model's integer entries (layout.py)
     nv = v.shape[0]
     m = dofs.shape[0]
     for k in range(m):
         if dofs[k] < 0 or dofs[k] >= nv:
             return BAD_DOFS
-    offs = region_offsets(int(md[H_NB]), int(md[H_NVF]), int(md[H_NMIM]))
+    offs = region_offsets(mi[H_NB], mi[H_NVF], mi[H_NMIM])
     o_mat = offs[R_MAT]
     o_vec = offs[R_VEC]
     tmp = ws[o_vec:o_vec + nv]           # g, then b, in model order

@@ -15,6 +15,7 @@ ancestor of i (or j = i):
 where S, Ṡ = V x S are the joints' motion subspaces in world coordinates.
 Mimic joints fold in as C = G^T C_full G.
 """
+import numpy as np
 from numba import njit
 
 from ..layout import (
@@ -77,34 +78,35 @@ def _mat6_mul_vec(M, om, x, ox, transpose, out, oo):
 
 @njit(**JIT)
 def coriolis_into(md, ws, q, v, C):
-    nb = int(md[H_NB])
+    mi = md.view(np.int64)      # the model's integer entries (layout.py)
+    nb = mi[H_NB]
     if not all_finite(q):
         return BAD_Q
     if not all_finite(v):
         return BAD_V
-    offs = region_offsets(nb, int(md[H_NVF]), int(md[H_NMIM]))
+    offs = region_offsets(nb, mi[H_NVF], mi[H_NMIM])
     oR = offs[R_RNEA]           # X (RN_X), world velocity V (RN_V)
     oW = offs[R_WORLD]          # X0 (WO_X)
     oC = offs[R_COR]            # S and Ṡ in world coordinates, I, B (composites after the backward sweep)
     t = offs[R_TMP]
     # scratch: vJ t..t+6, columns t+6.., 6x6 matrices at t+12 (I), t+48 (crm V), t+84 (tmp), mat6 scratch t+120
     for i in range(nb):
-        o = body_row(md, i)
+        o = body_row(mi, i)
         x = rnea_slot(oR, i)
         c = cor_slot(oC, i)
-        if not joint_transform(md, o, q, ws, x + RN_X):
+        if not joint_transform(md, mi, o, q, ws, x + RN_X):
             return BAD_QUAT
-        world_placement(md, ws, i, oR, oW)
+        world_placement(mi, ws, i, oR, oW)
         w = world_slot(oW, i)
-        p = int(md[o + C_PARENT])
+        p = mi[o + C_PARENT]
         # world velocity V_i = V_p + X0^-1 S qd
-        joint_motion(md, o, v, ws, t)
+        joint_motion(md, mi, o, v, ws, t)
         x_motion_inv(ws, w + WO_X, ws, t, ws, x + RN_V)
         if p >= 0:
             for k in range(6):
                 ws[x + RN_V + k] += ws[rnea_slot(oR, p) + RN_V + k]
-        for col in range(ncols(md, o)):
-            S_column(md, o, col, ws, t)
+        for col in range(ncols(mi, o)):
+            S_column(md, mi, o, col, ws, t)
             x_motion_inv(ws, w + WO_X, ws, t, ws, c + CO_S + 6 * col)
             cross_motion(ws, x + RN_V, ws, c + CO_S + 6 * col, ws, c + CO_SDOT + 6 * col)
         # world inertia I = X0^T I_body X0
@@ -144,7 +146,7 @@ def coriolis_into(md, ws, q, v, C):
             ws[Bc + 6 * (3 + r) + col] += 0.5 * val
     # composites
     for i in range(nb - 1, -1, -1):
-        p = int(md[body_row(md, i) + C_PARENT])
+        p = mi[body_row(mi, i) + C_PARENT]
         if p >= 0:
             cp = cor_slot(oC, p)
             ci = cor_slot(oC, i)
@@ -159,10 +161,10 @@ def coriolis_into(md, ws, q, v, C):
     f3 = t + 12
     tmp = t + 18
     for i in range(nb):
-        o = body_row(md, i)
+        o = body_row(mi, i)
         c = cor_slot(oC, i)
-        mi = md[o + C_MULT]
-        for col in range(ncols(md, o)):
+        mu = md[o + C_MULT]
+        for col in range(ncols(mi, o)):
             S = c + CO_S + 6 * col
             Sd = c + CO_SDOT + 6 * col
             _mat6_mul_vec(ws, c + CO_IC, ws, Sd, bool(0), ws, f1)
@@ -171,20 +173,20 @@ def coriolis_into(md, ws, q, v, C):
                 ws[f1 + k] += ws[tmp + k]
             _mat6_mul_vec(ws, c + CO_IC, ws, S, bool(0), ws, f2)
             _mat6_mul_vec(ws, c + CO_BC, ws, S, bool(1), ws, f3)
-            di = dof(md, o, col)
-            for c2 in range(ncols(md, o)):
-                C[dof(md, o, c2), di] += mi * mi * _dot6(ws, c + CO_S + 6 * c2, ws, f1)
-            j = int(md[o + C_PARENT])
+            di = dof(mi, o, col)
+            for c2 in range(ncols(mi, o)):
+                C[dof(mi, o, c2), di] += mu * mu * _dot6(ws, c + CO_S + 6 * c2, ws, f1)
+            j = mi[o + C_PARENT]
             while j >= 0:
-                oj = body_row(md, j)
+                oj = body_row(mi, j)
                 cj = cor_slot(oC, j)
-                mm = mi * md[oj + C_MULT]
-                for c2 in range(ncols(md, oj)):
-                    dj = dof(md, oj, c2)
+                mm = mu * md[oj + C_MULT]
+                for c2 in range(ncols(mi, oj)):
+                    dj = dof(mi, oj, c2)
                     C[dj, di] += mm * _dot6(ws, cj + CO_S + 6 * c2, ws, f1)
                     C[di, dj] += mm * (_dot6(ws, cj + CO_SDOT + 6 * c2, ws, f2)
                                    + _dot6(ws, cj + CO_S + 6 * c2, ws, f3))
-                j = int(md[oj + C_PARENT])
+                j = mi[oj + C_PARENT]
     return finite_result(OK, C)     # BAD_RESULT if finite arguments overflowed
 
 

@@ -75,21 +75,22 @@ from .rnea import world_placement
 @njit(**JIT)
 def crba_into(md, ws, q, H):
     """H(q) into ``H`` (nv x nv).  Returns a status code."""
-    nb = int(md[H_NB])
+    mi = md.view(np.int64)      # the model's integer entries (layout.py)
+    nb = mi[H_NB]
     if not all_finite(q):
         return BAD_Q
-    offs = region_offsets(nb, int(md[H_NVF]), int(md[H_NMIM]))
+    offs = region_offsets(nb, mi[H_NVF], mi[H_NMIM])
     oR = offs[R_RNEA]            # X_j (RN_X)
     oW = offs[R_WORLD]           # X0_j (WO_X)
     oI = offs[R_IC]              # I^c_j, world coordinates (IC_I)
     oS = offs[R_CRBA] + CR_S     # with crba_slot: m_j S_j in world coordinates (6 per column)
     oF = offs[R_CRBA] + CR_F     # with crba_slot: I^c_j m_j S_j in world coordinates (6 per column)
     t = offs[R_TMP]              # scratch: a free joint's S column at t
-    ob = int(md[H_OFF_BODY])     # body i's row is md[ob + NCOL i:] (layout.body_row, read once)
+    ob = mi[H_OFF_BODY]     # body i's row is md[ob + NCOL i:] (layout.body_row, read once)
     for i in range(nb):
         o = ob + NCOL * i
-        jt = int(md[o + C_JTYPE])
-        qi = int(md[o + C_QI])
+        jt = mi[o + C_JTYPE]
+        qi = mi[o + C_QI]
         if jt == REVOLUTE:
             revolute_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
                                ws, rnea_slot(oR, i) + RN_X)
@@ -98,16 +99,16 @@ def crba_into(md, ws, q, H):
                                 ws, rnea_slot(oR, i) + RN_X)
         elif not free_transform(md, o + C_ET, q, qi, ws, rnea_slot(oR, i) + RN_X):
             return BAD_QUAT
-        world_placement(md, ws, i, oR, oW)
+        world_placement(mi, ws, i, oR, oW)
         inertia_xT_set(ws, world_slot(oW, i) + WO_X, md, o + C_MASS, ws, ic_slot(oI, i) + IC_I)
     for a in range(H.shape[0]):
         for b in range(H.shape[1]):
             H[a, b] = 0.0
-    nomimic = int(md[H_NMIM]) == 0
+    nomimic = mi[H_NMIM] == 0
     free_min = nb                # lowest index of a free-joint body among those done (i+1..)
     for i in range(nb - 1, -1, -1):
         o = ob + NCOL * i
-        jt = int(md[o + C_JTYPE])
+        jt = mi[o + C_JTYPE]
         w = world_slot(oW, i) + WO_X
         c = ic_slot(oI, i) + IC_I
         si = crba_slot(oS, i)
@@ -116,7 +117,7 @@ def crba_into(md, ws, q, H):
         if jt == FREE:
             n = 6
             for a in range(6):
-                S_column(md, o, a, ws, t)
+                S_column(md, mi, o, a, ws, t)
                 x_motion_inv(ws, w, ws, t, ws, si + 6 * a)
                 inertia_mul(ws, c, ws, si + 6 * a, ws, fi + 6 * a)
         else:
@@ -146,8 +147,8 @@ def crba_into(md, ws, q, H):
                 ws[si + 4] = e1
                 ws[si + 5] = e2
             inertia_mul(ws, c, ws, si, ws, fi)
-        di = int(md[o + C_VI])
-        end = int(md[o + C_SUBEND])
+        di = mi[o + C_VI]
+        end = mi[o + C_SUBEND]
         fast = nomimic and free_min > end
         if jt == FREE:
             free_min = i
@@ -177,8 +178,8 @@ def crba_into(md, ws, q, H):
                 continue
             for j in range(i + 1, end + 1):
                 oj = ob + NCOL * j
-                dj = int(md[oj + C_VI])
-                nj = 6 if int(md[oj + C_JTYPE]) == FREE else 1
+                dj = mi[oj + C_VI]
+                nj = 6 if mi[oj + C_JTYPE] == FREE else 1
                 fj = crba_slot(oF, j)
                 for b in range(nj):
                     f = fj + 6 * b
@@ -190,12 +191,12 @@ def crba_into(md, ws, q, H):
                     x = H[da, db] + val         # H stays symmetric: H_ab == H_ba before and after
                     H[da, db] = x
                     H[db, da] = x
-        p = int(md[o + C_PARENT])
+        p = mi[o + C_PARENT]
         if p >= 0:
             cp = ic_slot(oI, p) + IC_I
             for k in range(13):
                 ws[cp + k] += ws[c + k]
-    oa = int(md[H_OFF_ARM])
+    oa = mi[H_OFF_ARM]
     for a in range(H.shape[0]):
         H[a, a] += md[oa + a]
     return finite_result(OK, H)     # BAD_RESULT if finite arguments overflowed

@@ -21,23 +21,24 @@ from .rnea import rnea_into
 
 @njit(**JIT)
 def forward_dynamics_into(md, ws, q, v, tau, fext, fext_world, out):
+    mi = md.view(np.int64)      # the model's integer entries (layout.py)
     if not all_finite(tau):
         return BAD_A
     # rnea_into and crba_into report a non-finite result themselves (BAD_RESULT)
     st = rnea_into(md, ws, q, v, v, fext, fext_world, bool(1), bool(0), out)  # plain booleans: see rnea.py
     if st != OK:
         return st
-    nv = int(md[H_NV])
-    o_mat = region_offsets(int(md[H_NB]), int(md[H_NVF]), int(md[H_NMIM]))[R_MAT]
+    nv = mi[H_NV]
+    o_mat = region_offsets(mi[H_NB], mi[H_NVF], mi[H_NMIM])[R_MAT]
     H = ws[o_mat:o_mat + nv * nv].reshape((nv, nv))
     st = crba_into(md, ws, q, H)
     if st != OK:
         return st
-    if not ltdl_factor(md, H):
+    if not ltdl_factor(mi, H):
         return SINGULAR
     for k in range(nv):
         out[k] = tau[k] - out[k]
-    ltdl_solve_inplace(md, H, out)
+    ltdl_solve_inplace(mi, H, out)
     if not all_finite(out):
         return BAD_RESULT
     return OK

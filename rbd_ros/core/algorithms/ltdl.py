@@ -39,7 +39,7 @@ PIVOT_TOL = 1e-10         # relative pivot below which H counts as singular (mod
 
 
 @njit(**JIT)
-def ltdl_factor(md, H):
+def ltdl_factor(mi, H):
     """Factorise H in place (lower triangle); returns False if a pivot is not
     positive relative to its row's diagonal (see the module docstring).
 
@@ -55,34 +55,34 @@ def ltdl_factor(md, H):
         d = H[k, k]
         if not d > PIVOT_TOL * (H[0, k] if k > 0 else h00):
             return False
-        s, e = ancestors(md, k)
+        s, e = ancestors(mi, k)
         for m in range(s, e):
-            i = int(md[m])
+            i = mi[m]
             a = H[k, i] / d
             for l in range(m, e):
-                j = int(md[l])
+                j = mi[l]
                 H[i, j] -= a * H[k, j]
             H[k, i] = a
     return True
 
 
 @njit(**JIT)
-def ltdl_solve_inplace(md, LD, x):
+def ltdl_solve_inplace(mi, LD, x):
     """Solve (Lᵀ D L) y = x in place, LD from ``ltdl_factor``."""
     n = LD.shape[0]
     for i in range(n - 1, -1, -1):     # Lᵀ z = x
-        s, e = ancestors(md, i)
+        s, e = ancestors(mi, i)
         xi = x[i]
         for m in range(s, e):
-            j = int(md[m])
+            j = mi[m]
             x[j] -= LD[i, j] * xi
     for i in range(n):                 # D w = z
         x[i] /= LD[i, i]
     for i in range(n):                 # L y = w
-        s, e = ancestors(md, i)
+        s, e = ancestors(mi, i)
         xi = x[i]
         for m in range(s, e):
-            j = int(md[m])
+            j = mi[m]
             xi -= LD[i, j] * x[j]
         x[i] = xi
 
@@ -90,15 +90,17 @@ def ltdl_solve_inplace(md, LD, x):
 @njit(**JIT)
 def ltdl_k(md, H):
     """Public entry: factorise H (nv x nv, a copy the caller owns) in place."""
+    mi = md.view(np.int64)      # the model's integer entries (layout.py)
     for k in range(H.shape[0]):
         for j in range(H.shape[1]):
             if not np.abs(H[k, j]) < np.inf:
                 return False
-    return ltdl_factor(md, H)
+    return ltdl_factor(mi, H)
 
 
 @njit(**JIT)
 def ltdl_solve_k(md, LD, X):
     """Public entry: solve for each row of X (m x nv) in place."""
+    mi = md.view(np.int64)      # the model's integer entries (layout.py)
     for r in range(X.shape[0]):
-        ltdl_solve_inplace(md, LD, X[r])
+        ltdl_solve_inplace(mi, LD, X[r])

@@ -54,10 +54,10 @@ from .common import BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_RESULT, BAD_V, OK, all
 
 
 @njit(**INLINE)
-def world_placement(md, ws, i, oX, oW):
+def world_placement(mi, ws, i, oX, oW):
     """World -> body i transform into the world region (needs the parent's):
     E0_i = E_i E0_p,  r0_i = r0_p + E0_p^T r_i.  (A leaf: no spatial helper calls.)"""
-    p = int(md[body_row(md, i) + C_PARENT])
+    p = mi[body_row(mi, i) + C_PARENT]
     x = rnea_slot(oX, i) + RN_X
     w = world_slot(oW, i) + WO_X
     if p < 0:
@@ -84,7 +84,8 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
     world frame about the world origin if ``fext_world``; a (0, 6) array means
     none.  ``use_v``/``use_a`` False treat v/a as zero without reading them.
     Returns a status code (common.OK on success)."""
-    nb = int(md[H_NB])
+    mi = md.view(np.int64)      # the model's integer entries (layout.py)
+    nb = mi[H_NB]
     if not all_finite(q):
         return BAD_Q
     if use_v and not all_finite(v):
@@ -96,7 +97,7 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
         for i in range(nb):
             if not all_finite(fext[i]):
                 return BAD_FEXT
-    offs = region_offsets(nb, int(md[H_NVF]), int(md[H_NMIM]))
+    offs = region_offsets(nb, mi[H_NVF], mi[H_NMIM])
     oR = offs[R_RNEA]
     oW = offs[R_WORLD]
     t = offs[R_TMP]                # scratch: I v at t, X* fext at t + 6
@@ -106,10 +107,10 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
 
     # ---- forward pass: X_i, v_i, a_i, f_i
     for i in range(nb):
-        o = body_row(md, i)
+        o = body_row(mi, i)
         x = rnea_slot(oR, i)
-        jt = int(md[o + C_JTYPE])
-        qi = int(md[o + C_QI])
+        jt = mi[o + C_JTYPE]
+        qi = mi[o + C_QI]
         if jt == REVOLUTE:
             revolute_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
                                ws, x + RN_X)
@@ -118,7 +119,7 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
                                 ws, x + RN_X)
         elif not free_transform(md, o + C_ET, q, qi, ws, x + RN_X):
             return BAD_QUAT
-        p = int(md[o + C_PARENT])
+        p = mi[o + C_PARENT]
         if p >= 0:
             xp = rnea_slot(oR, p)
             if use_v:
@@ -142,7 +143,7 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
                 ws[x + RN_A + k] = 0.0
                 ws[x + RN_A + 3 + k] = -(ws[x + RN_X + 3 * k] * g0 + ws[x + RN_X + 3 * k + 1] * g1
                                        + ws[x + RN_X + 3 * k + 2] * g2)
-        vi = int(md[o + C_VI])
+        vi = mi[o + C_VI]
         if jt == FREE:
             if use_a:
                 for k in range(6):
@@ -237,7 +238,7 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
             cross_force_add(ws, x + RN_V, ws, t, ws, x + RN_F)
         if has_fext:
             if fext_world:
-                world_placement(md, ws, i, oR, oW)
+                world_placement(mi, ws, i, oR, oW)
                 x_force(ws, world_slot(oW, i) + WO_X, fext[i], 0, ws, t + 6)
                 for k in range(6):
                     ws[x + RN_F + k] -= ws[t + 6 + k]
@@ -249,10 +250,10 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
     for k in range(out.shape[0]):
         out[k] = 0.0
     for i in range(nb - 1, -1, -1):
-        o = body_row(md, i)
+        o = body_row(mi, i)
         x = rnea_slot(oR, i)
-        jt = int(md[o + C_JTYPE])
-        vi = int(md[o + C_VI])
+        jt = mi[o + C_JTYPE]
+        vi = mi[o + C_VI]
         if jt == FREE:
             for k in range(6):
                 out[vi + k] += ws[x + RN_F + (k + 3) % 6]
@@ -260,11 +261,11 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
             s = x + RN_F if jt == REVOLUTE else x + RN_F + 3
             out[vi] += md[o + C_MULT] * (md[o + C_AXIS] * ws[s] + md[o + C_AXIS + 1] * ws[s + 1]
                                          + md[o + C_AXIS + 2] * ws[s + 2])
-        p = int(md[o + C_PARENT])
+        p = mi[o + C_PARENT]
         if p >= 0:
             xT_force_add(ws, x + RN_X, ws, x + RN_F, ws, rnea_slot(oR, p) + RN_F)
     if use_a:
-        oa = int(md[H_OFF_ARM])
+        oa = mi[H_OFF_ARM]
         for k in range(out.shape[0]):
             out[k] += md[oa + k] * a[k]
     if not all_finite(out):     # finite arguments so large that tau overflowed

@@ -59,18 +59,18 @@ class Body:
 
 def bodies(model):
     """The model's bodies in topological order (parent before child)."""
-    md = model.md
+    md, mi = model.md, model.mi      # the float and the integer entries (layout.py)
     out = []
-    for i in range(int(md[H_NB])):
-        o = body_row(md, i)
-        jt = int(md[o + C_JTYPE])
+    for i in range(int(mi[H_NB])):
+        o = int(body_row(mi, i))
+        jt = int(mi[o + C_JTYPE])
         E = md[o + C_ET:o + C_ET + 9].reshape(3, 3)
-        out.append(Body(parent=int(md[o + C_PARENT]),
+        out.append(Body(parent=int(mi[o + C_PARENT]),
                         jtype="free" if jt == FREE else ("revolute" if jt == REVOLUTE else "prismatic"),
                         axis=md[o + C_AXIS:o + C_AXIS + 3].copy(),
-                        qi=int(md[o + C_QI]), vi=int(md[o + C_VI]), fv=int(md[o + C_FV]),
+                        qi=int(mi[o + C_QI]), vi=int(mi[o + C_VI]), fv=int(mi[o + C_FV]),
                         mult=float(md[o + C_MULT]), offset=float(md[o + C_OFFSET]),
-                        mimic=bool(md[o + C_MIMIC]),
+                        mimic=bool(mi[o + C_MIMIC]),
                         Xtree=plux(E, md[o + C_RT:o + C_RT + 3]),
                         I=inertia(md[o + C_MASS], md[o + C_H:o + C_H + 3], md[o + C_IBAR:o + C_IBAR + 9])))
     return out
@@ -78,7 +78,7 @@ def bodies(model):
 
 def full_size(model):
     """Length of the full velocity vector (mimic joints counted as DOFs)."""
-    return int(model.md[H_NVF])
+    return int(model.mi[H_NVF])
 
 
 def a_grav(model):
