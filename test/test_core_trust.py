@@ -362,3 +362,60 @@ def test_odd_arrays_do_not_compile_new_specialisations(slider):
     assert np.array_equal(g, g2) and len(compensation_k.signatures) == nsig
     after = {k: len(k.signatures) for k in _kernels()}
     assert after == before
+
+
+def test_fast_paths_take_only_plain_arrays(slider):
+    """The fast paths check only lengths; numba's dispatcher and the guard
+    (dynamics._plain_arguments_only) send everything else to the checked path:
+    same results, no new specialisation.  slider has nq = nv = 2, so a (2, 2)
+    batch passes the length test and must still be run as a batch."""
+    rng = np.random.default_rng(10)
+    q, v, a = rng.normal(size=(3, 2))
+    Q, V, A = rng.normal(size=(3, 2, 2))
+    calls = [lambda q, v, a: rbd.rnea(slider, q, v, a), lambda q, v, a: rbd.gravity(slider, q),
+             lambda q, v, a: rbd.bias(slider, q, v), lambda q, v, a: rbd.crba(slider, q),
+             lambda q, v, a: rbd.forward_dynamics(slider, q, v, a), lambda q, v, a: rbd.aba(slider, q, v, a)]
+    ref = [c(q, v, a) for c in calls]
+    batches = [c(Q, V, A) for c in calls]                                # warm-up
+    before = {k: len(k.signatures) for k in _kernels()}
+    for conv in (list, tuple, lambda x: np.asarray(x, dtype=np.longdouble)):
+        for c, r in zip(calls, ref):
+            np.testing.assert_array_equal(c(conv(q), conv(v), conv(a)), r)
+    for x in [np.array([1, -2], dtype=np.int64), np.array([1, -2], dtype=np.int32), q.astype(np.float32)]:
+        y = x.astype(np.float64)
+        for c in calls:
+            np.testing.assert_array_equal(c(x, x, x), c(y, y, y))
+    for c, batch in zip(calls, batches):
+        assert batch.shape[0] == 2
+        for n in range(2):
+            np.testing.assert_array_equal(batch[n], c(Q[n], V[n], A[n]))
+    for bad, what in ((np.ones(3), "q"), (np.float64(1.0), "q"), ("ab", "q"), (None, "q")):
+        with pytest.raises(ValueError, match=what):
+            rbd.gravity(slider, bad)
+    with pytest.raises(ValueError, match="v"):
+        rbd.bias(slider, q, ["x", 1])
+    assert {k: len(k.signatures) for k in _kernels()} == before
+
+
+def test_first_call_with_a_list_compiles_only_the_plain_signature():
+    """In a fresh process (kernels loaded from numba's cache on first use), a
+    first call with lists must not compile (or load) a signature for them."""
+    code = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import rbd_ros.core as rbd
+from rbd_ros.core.algorithms.rnea import gravity_k, rnea_k
+from core_util import random_tree_urdf
+m = rbd.Model.from_urdf(random_tree_urdf(3, 3))
+g = rbd.gravity(m, [0.1] * m.nq)
+t = rbd.rnea(m, [0.1] * m.nq, (0.2,) * m.nv, [1] * m.nv)
+print(json.dumps([str(s) for k in (gravity_k, rnea_k) for s in k.signatures]))
+"""
+    import json
+    import subprocess
+    here = os.path.dirname(os.path.abspath(__file__))
+    p = subprocess.run([sys.executable, "-c", code, here], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    sigs = json.loads(p.stdout.strip().splitlines()[-1])
+    assert len(sigs) == 2 and all("reflected" not in s and "int64" not in s for s in sigs), sigs
+    assert all(s.count("Array(float64, 1, 'C', False") >= 3 for s in sigs), sigs

@@ -12,16 +12,20 @@ finite: finite arguments so large that the result overflows raise
 test the results' finiteness themselves (a status code), so the checks cost
 nothing measurable on the fast path.
 
-Read-only, non-contiguous or unaligned float64 arrays are copied to plain
-arrays before a kernel sees them, so no call compiles a new numba
-specialisation after warm-up (see ``_behaved_inputs``).
+Single calls with plain arguments (C-contiguous float64 arrays of the right
+lengths) take a fast path that checks only the lengths: numba's dispatcher
+checks the types, and anything else is converted and checked on the slow
+path (see ``_plain_arguments_only``).  Read-only, non-contiguous or
+unaligned float64 arrays are copied to plain arrays before a kernel sees
+them, so no call compiles a new numba specialisation after warm-up.
 """
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import config as numba_config
-from numba import get_num_threads
+from numba import get_num_threads, typeof
+from numba.core import types as nbt
 
 from .algorithms.aba import aba_batch_k, aba_k
 from .algorithms.common import BAD_DOFS, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_RESULT, BAD_V, OK, SINGULAR
@@ -44,23 +48,54 @@ _LOCAL = FEXT_FRAMES[0]
 
 # ----------------------------------------------------------------------------- no new specialisations
 
-def _behaved_inputs(kernel):
-    """Make ``kernel`` copy odd array arguments instead of compiling for them.
+class _NotPlain(TypeError):
+    """A fast-path kernel was handed something other than its plain argument types
+    (raised from numba's dispatcher, see ``_plain_arguments_only``); the public
+    function catches it and takes its checked path."""
 
-    The fast paths hand the caller's float64 arrays to the kernels after
-    checking class, dtype and shape only (checking the flags too would cost
-    ~35 ns per array, >3 % of a 7-dof rnea).  A read-only, non-contiguous or
-    unaligned array therefore has a numba type no signature matches, and
-    numba would compile a new specialisation (5-20 s).  numba's dispatcher
-    calls ``_compile_for_args`` only when no compiled signature matches; it
-    returns the callable that the dispatcher then calls with the arguments.
-    There, and only there, such arrays (any argument but the read-only model
-    vector ``md`` in front) are replaced by C-contiguous copies, and the
-    callable returned re-enters the kernel with them (an existing
-    signature).  Outputs are always plain arrays the caller made
-    (``np.empty`` or checked by ``_out``), so no result is written into a
-    discarded copy.  (With compiling disabled, ``disable_compile()``, numba
-    raises TypeError for such arrays instead.)"""
+
+def _plain_arguments_only(kernel, types):
+    """The fast paths' guard: ``kernel`` runs only on exactly these numba ``types``.
+
+    A single-call fast path checks nothing but the lengths (``len(q) ==
+    model._nq`` ...) and hands the caller's objects to the kernel: numba's
+    dispatcher types every argument in C anyway (~50 ns per array), and
+    repeating its class/dtype/shape tests in Python cost ~150 ns per array
+    (>10 % of a 7-dof rnea).  The dispatcher calls ``_compile_for_args`` only
+    when no compiled signature matches.  There, the arguments of the first
+    call (nothing compiled or loaded from the cache yet) are compiled for if
+    they have exactly the plain types; anything else -- a list, a float32,
+    read-only, non-contiguous or unaligned array, a 2-D batch whose N happens
+    to equal the length -- raises ``_NotPlain``, and the public function
+    converts and checks the arguments on its slow path (naming the bad one).
+    So no call compiles a second specialisation."""
+    compile_for_args = kernel._compile_for_args
+    types = tuple(types)
+
+    def _compile_for_args(*args, **kws):
+        try:
+            plain = not kws and len(args) == len(types) and all(typeof(a) == t for a, t in zip(args, types))
+        except Exception:       # typeof: no numba type at all (numba's own error classes)
+            plain = False
+        if plain:
+            return compile_for_args(*args, **kws)
+        raise _NotPlain(f"{kernel.__name__}: not the plain argument types")
+
+    kernel._compile_for_args = _compile_for_args
+
+
+def _behaved_inputs(kernel):
+    """Make ``kernel`` copy odd array arguments instead of compiling for them
+    (the kernels the checked paths call, which convert their arguments first:
+    a safety net).  Read-only, non-contiguous or unaligned float64 arrays have
+    a numba type no signature matches, and numba would compile a new
+    specialisation (5-20 s).  In ``_compile_for_args`` (see above), and only
+    there, such arrays (any argument but the read-only model vector ``md`` in
+    front) are replaced by C-contiguous copies, and the callable returned
+    re-enters the kernel with them (an existing signature).  Outputs are
+    always plain arrays the caller made (``np.empty`` or checked by ``_out``),
+    so no result is written into a discarded copy.  (With compiling disabled,
+    ``disable_compile()``, numba raises TypeError for such arrays instead.)"""
     compile_for_args = kernel._compile_for_args
 
     def _compile_for_args(*args, **kws):
@@ -76,9 +111,21 @@ def _behaved_inputs(kernel):
     kernel._compile_for_args = _compile_for_args
 
 
-for _k in (aba_batch_k, aba_k, compensation_k, coriolis_k, crba_batch_k, crba_k,
-           forward_dynamics_batch_k, forward_dynamics_k, ltdl_k, ltdl_solve_k,
-           bias_k, gravity_k, rnea_batch_k, rnea_fext_k, rnea_k):
+_MD = nbt.Array(nbt.float64, 1, "C", readonly=True)    # Model.md
+_V = nbt.Array(nbt.float64, 1, "C")                    # ws, q, v, a, tau, out
+_M = nbt.Array(nbt.float64, 2, "C")                    # H, the (0, 6) "no f_ext"
+_FAST = {   # the fast paths' kernels and their plain argument types (rnea_k serves the node too)
+    rnea_k: (_MD, _V, _V, _V, _V, _V),
+    gravity_k: (_MD, _V, _V, _V),
+    bias_k: (_MD, _V, _V, _V, _V),
+    crba_k: (_MD, _V, _V, _M),
+    forward_dynamics_k: (_MD, _V, _V, _V, _V, _M, nbt.boolean, _V),
+    aba_k: (_MD, _V, _V, _V, _V, _M, nbt.boolean, _V),
+}
+for _k, _types in _FAST.items():
+    _plain_arguments_only(_k, _types)
+for _k in (aba_batch_k, compensation_k, coriolis_k, crba_batch_k, forward_dynamics_batch_k, ltdl_k,
+           ltdl_solve_k, rnea_batch_k, rnea_fext_k):
     _behaved_inputs(_k)
 
 
@@ -104,9 +151,9 @@ def _first_in_thread(model) -> bool:
 # ----------------------------------------------------------------------------- argument checks
 
 def _plain(x, shape):
-    """True for a float64 ndarray of exactly this shape: the fast path, where
+    """True for a float64 ndarray of exactly this shape (compensation_into), where
     the kernel itself checks the values (NaN/inf) and reports a status.  (The
-    single-call functions spell this test out inline: a Python call costs
+    single-call functions check only lengths inline: a Python call costs
     ~60 ns, ~3 % of a 7-dof gravity call.)"""
     return x.__class__ is _ND and x.dtype is _F8 and x.shape == shape
 
@@ -261,14 +308,14 @@ def rnea(model, q, v, a, f_ext=None, f_ext_frame="local"):
     about the link origin; ``"world"``: world axes, moment about the world
     origin."""
     try:
-        if (f_ext is None and f_ext_frame is _LOCAL and q.__class__ is _ND and v.__class__ is _ND
-                and a.__class__ is _ND and q.dtype is _F8 and v.dtype is _F8 and a.dtype is _F8
-                and q.shape == model._sq and v.shape == model._sv and a.shape == model._sv):
-            out = _empty(model._nv)
+        if f_ext is None and f_ext_frame is _LOCAL and model._nq == len(q) and model._nv == len(v) == len(a):
+            out = _empty(model._nv)     # the fast path (see _FAST)
             st = rnea_k(model.md, model._tls.ws, q, v, a, out)
             if st:
                 _check(st, args=(("q", q), ("v", v), ("a", a)))
             return out
+        q = _vec(q, model.nq, "q")
+    except TypeError:
         q = _vec(q, model.nq, "q")
     except AttributeError:
         if _first_in_thread(model):
@@ -299,12 +346,14 @@ def rnea(model, q, v, a, f_ext=None, f_ext_frame="local"):
 def gravity(model, q):
     """Generalised gravity g(q) = rnea(q, 0, 0)."""
     try:
-        if q.__class__ is _ND and q.dtype is _F8 and q.shape == model._sq:   # the fast path
-            out = _empty(model._nv)
+        if model._nq == len(q):
+            out = _empty(model._nv)     # the fast path (see _FAST)
             st = gravity_k(model.md, model._tls.ws, q, out)
             if st:
                 _check(st, args=(("q", q),))
             return out
+        q = _vec(q, model.nq, "q")
+    except TypeError:
         q = _vec(q, model.nq, "q")
     except AttributeError:
         if _first_in_thread(model):
@@ -325,13 +374,14 @@ def gravity(model, q):
 def bias(model, q, v):
     """Bias forces C(q, v) v + g(q) = rnea(q, v, 0)."""
     try:
-        if (q.__class__ is _ND and v.__class__ is _ND and q.dtype is _F8 and v.dtype is _F8
-                and q.shape == model._sq and v.shape == model._sv):
-            out = _empty(model._nv)
+        if model._nq == len(q) and model._nv == len(v):
+            out = _empty(model._nv)     # the fast path (see _FAST)
             st = bias_k(model.md, model._tls.ws, q, v, out)
             if st:
                 _check(st, args=(("q", q), ("v", v)))
             return out
+        q = _vec(q, model.nq, "q")
+    except TypeError:
         q = _vec(q, model.nq, "q")
     except AttributeError:
         if _first_in_thread(model):
@@ -354,12 +404,14 @@ def bias(model, q, v):
 def crba(model, q):
     """Joint-space inertia matrix H(q) (symmetric, full), CRBA."""
     try:
-        if q.__class__ is _ND and q.dtype is _F8 and q.shape == model._sq:
-            H = _empty(model._shape_H)
+        if model._nq == len(q):
+            H = _empty(model._shape_H)  # the fast path (see _FAST)
             st = crba_k(model.md, model._tls.ws, q, H)
             if st:
                 _check(st, args=(("q", q),))
             return H
+        q = _vec(q, model.nq, "q")
+    except TypeError:
         q = _vec(q, model.nq, "q")
     except AttributeError:
         if _first_in_thread(model):
@@ -477,16 +529,16 @@ def _fd(model, q, v, tau, f_ext, frame, kernel, kernel_batch, fallback=None):
     """forward_dynamics / aba.  ``fallback``: the kernel that computes the result where
     ``kernel`` reports SINGULAR (aba: a nearly singular pivot -> CRBA + LᵀDL)."""
     try:
-        if (f_ext is None and frame is _LOCAL and q.__class__ is _ND and v.__class__ is _ND
-                and tau.__class__ is _ND and q.dtype is _F8 and v.dtype is _F8 and tau.dtype is _F8
-                and q.shape == model._sq and v.shape == model._sv and tau.shape == model._sv):
-            out = _empty(model._nv)
+        if f_ext is None and frame is _LOCAL and model._nq == len(q) and model._nv == len(v) == len(tau):
+            out = _empty(model._nv)     # the fast path (see _FAST)
             st = kernel(model.md, model._tls.ws, q, v, tau, _NO_FEXT, False, out)
             if st:
                 if st == SINGULAR and fallback is not None:
                     st = fallback(model.md, model._tls.ws, q, v, tau, _NO_FEXT, False, out)
                 _check(st, "tau", args=(("q", q), ("v", v), ("tau", tau)))
             return out
+        q = _vec(q, model.nq, "q")
+    except TypeError:
         q = _vec(q, model.nq, "q")
     except AttributeError:
         if _first_in_thread(model):

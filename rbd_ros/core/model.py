@@ -118,7 +118,7 @@ class Model:
     # ---------------------------------------------------------------- sizes
     @property
     def nq(self):
-        return self._sq[0]
+        return self._nq
 
     @property
     def nv(self):
@@ -280,7 +280,8 @@ class Model:
         # plain ints and shapes for the argument checks on the hot path
         mi = self.mi
         object.__setattr__(self, "_nv", int(mi[H_NV]))
-        object.__setattr__(self, "_sq", (int(mi[H_NQ]),))
+        object.__setattr__(self, "_nq", int(mi[H_NQ]))
+        object.__setattr__(self, "_sq", (self._nq,))
         object.__setattr__(self, "_sv", (self._nv,))
         object.__setattr__(self, "_shape_H", (self._nv, self._nv))
         nv = self._nv
