@@ -75,7 +75,7 @@ def test_rnea_kernel_with_per_body_forces(model, world):
     fb = np.random.default_rng(4).normal(size=(model.nbodies, 6))
     for q, v, a in states(model, 2):
         out = np.empty(model.nv)
-        assert rnea_fext_k(model.md, model.workspace(), q, v, a, fb, world, True, True, out) == 0
+        assert rnea_fext_k(model.md_k, model.workspace(), q, v, a, fb, world, True, True, out) == 0
         assert rel_err(out, ref.rnea_body_forces(model, q, v, a, fb, world)) < TOL
 
 

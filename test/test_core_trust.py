@@ -419,3 +419,34 @@ print(json.dumps([str(s) for k in (gravity_k, rnea_k) for s in k.signatures]))
     sigs = json.loads(p.stdout.strip().splitlines()[-1])
     assert len(sigs) == 2 and all("reflected" not in s and "int64" not in s for s in sigs), sigs
     assert all(s.count("Array(float64, 1, 'C', False") >= 3 for s in sigs), sigs
+
+
+def test_no_kernel_writes_the_model_vector():
+    """The kernels take Model.md_k, typed writable for the dispatcher's sake
+    (see Model): every public function, single and batch, with and without
+    f_ext, on a tree with every joint type and mimic joints, leaves it bit for
+    bit as it was; and md is a read-only view of the same memory."""
+    from core_util import random_tree_urdf
+    m = rbd.Model.from_urdf(random_tree_urdf(41, 10, types=("revolute", "prismatic", "continuous", "planar",
+                                                           "floating"), mimic=2, massless_root=False),
+                            floating_base=True)
+    assert np.shares_memory(m.md, m.md_k) and not m.md.flags.writeable and m.md_k.flags.writeable
+    before = m.md_k.copy()
+    rng = np.random.default_rng(11)
+    q, v, a = random_state(m, rng)
+    Q, V, A = (np.stack([x] * 3) for x in (q, v, a))
+    fe = rng.normal(size=(len(m.link_names), 6))
+    for x, y, z, f in ((q, v, a, fe), (Q, V, A, np.stack([fe] * 3))):
+        rbd.rnea(m, x, y, z)
+        rbd.rnea(m, x, y, z, f_ext=f, f_ext_frame="world")
+        rbd.gravity(m, x)
+        rbd.bias(m, x, y)
+        H = rbd.crba(m, x)
+        rbd.coriolis_matrix(m, x, y)
+        rbd.forward_dynamics(m, x, y, z, f_ext=f)
+        rbd.aba(m, x, y, z)
+        LD = rbd.ltdl(m, H)
+        rbd.ltdl_solve(m, LD, z)
+    g = np.empty(m.nv)
+    rbd.compensation_into(m, q, v, rbd.dof_indices(m), g, np.empty(m.nv), np.empty(m.nv * m.nv))
+    assert np.array_equal(m.md_k.view(np.int64), before.view(np.int64))

@@ -90,7 +90,7 @@ def _behaved_inputs(kernel):
     a safety net).  Read-only, non-contiguous or unaligned float64 arrays have
     a numba type no signature matches, and numba would compile a new
     specialisation (5-20 s).  In ``_compile_for_args`` (see above), and only
-    there, such arrays (any argument but the read-only model vector ``md`` in
+    there, such arrays (any argument but the model vector ``md_k`` in
     front) are replaced by C-contiguous copies, and the callable returned
     re-enters the kernel with them (an existing signature).  Outputs are
     always plain arrays the caller made (``np.empty`` or checked by ``_out``),
@@ -111,7 +111,7 @@ def _behaved_inputs(kernel):
     kernel._compile_for_args = _compile_for_args
 
 
-_MD = nbt.Array(nbt.float64, 1, "C", readonly=True)    # Model.md
+_MD = nbt.Array(nbt.float64, 1, "C")                   # Model.md_k
 _V = nbt.Array(nbt.float64, 1, "C")                    # ws, q, v, a, tau, out
 _M = nbt.Array(nbt.float64, 2, "C")                    # H, the (0, 6) "no f_ext"
 _FAST = {   # the fast paths' kernels and their plain argument types (rnea_k serves the node too)
@@ -310,7 +310,7 @@ def rnea(model, q, v, a, f_ext=None, f_ext_frame="local"):
     try:
         if f_ext is None and f_ext_frame is _LOCAL and model._nq == len(q) and model._nv == len(v) == len(a):
             out = _empty(model._nv)     # the fast path (see _FAST)
-            st = rnea_k(model.md, model._tls.ws, q, v, a, out)
+            st = rnea_k(model.md_k, model._tls.ws, q, v, a, out)
             if st:
                 _check(st, args=(("q", q), ("v", v), ("a", a)))
             return out
@@ -330,15 +330,15 @@ def rnea(model, q, v, a, f_ext=None, f_ext_frame="local"):
     if N is None:
         out = np.empty(model.nv)
         if f_ext is None:
-            _check(rnea_k(model.md, model.workspace(), q, v, a, out), args=args)
+            _check(rnea_k(model.md_k, model.workspace(), q, v, a, out), args=args)
         else:
             fe, world = _fext(model, f_ext, f_ext_frame, None)
-            _check(rnea_fext_k(model.md, model.workspace(), q, v, a, fe, world, True, True, out), args=args)
+            _check(rnea_fext_k(model.md_k, model.workspace(), q, v, a, fe, world, True, True, out), args=args)
         return out
     fe, world = (_NO_FEXT3, False) if f_ext is None else _fext(model, f_ext, f_ext_frame, N)
     out = np.empty((N, model.nv))
     status = np.zeros(N, dtype=np.int64)
-    _run_batch(rnea_batch_k, N, model.md, q, v, a, fe, world, True, True, out, status)
+    _run_batch(rnea_batch_k, N, model.md_k, q, v, a, fe, world, True, True, out, status)
     _check_batch(status, args=args)
     return out
 
@@ -348,7 +348,7 @@ def gravity(model, q):
     try:
         if model._nq == len(q):
             out = _empty(model._nv)     # the fast path (see _FAST)
-            st = gravity_k(model.md, model._tls.ws, q, out)
+            st = gravity_k(model.md_k, model._tls.ws, q, out)
             if st:
                 _check(st, args=(("q", q),))
             return out
@@ -361,12 +361,12 @@ def gravity(model, q):
         raise
     if q.ndim == 1:
         out = np.empty(model.nv)
-        _check(gravity_k(model.md, model.workspace(), q, out), args=(("q", q),))
+        _check(gravity_k(model.md_k, model.workspace(), q, out), args=(("q", q),))
         return out
     N = q.shape[0]
     out = np.empty((N, model.nv))
     status = np.zeros(N, dtype=np.int64)
-    _run_batch(rnea_batch_k, N, model.md, q, q, q, _NO_FEXT3, False, False, False, out, status)
+    _run_batch(rnea_batch_k, N, model.md_k, q, q, q, _NO_FEXT3, False, False, False, out, status)
     _check_batch(status, args=(("q", q),))
     return out
 
@@ -376,7 +376,7 @@ def bias(model, q, v):
     try:
         if model._nq == len(q) and model._nv == len(v):
             out = _empty(model._nv)     # the fast path (see _FAST)
-            st = bias_k(model.md, model._tls.ws, q, v, out)
+            st = bias_k(model.md_k, model._tls.ws, q, v, out)
             if st:
                 _check(st, args=(("q", q), ("v", v)))
             return out
@@ -392,11 +392,11 @@ def bias(model, q, v):
     args = (("q", q), ("v", v))
     if N is None:
         out = np.empty(model.nv)
-        _check(bias_k(model.md, model.workspace(), q, v, out), args=args)
+        _check(bias_k(model.md_k, model.workspace(), q, v, out), args=args)
         return out
     out = np.empty((N, model.nv))
     status = np.zeros(N, dtype=np.int64)
-    _run_batch(rnea_batch_k, N, model.md, q, v, v, _NO_FEXT3, False, True, False, out, status)
+    _run_batch(rnea_batch_k, N, model.md_k, q, v, v, _NO_FEXT3, False, True, False, out, status)
     _check_batch(status, args=args)
     return out
 
@@ -406,7 +406,7 @@ def crba(model, q):
     try:
         if model._nq == len(q):
             H = _empty(model._shape_H)  # the fast path (see _FAST)
-            st = crba_k(model.md, model._tls.ws, q, H)
+            st = crba_k(model.md_k, model._tls.ws, q, H)
             if st:
                 _check(st, args=(("q", q),))
             return H
@@ -419,12 +419,12 @@ def crba(model, q):
         raise
     if q.ndim == 1:
         H = np.empty((model.nv, model.nv))
-        _check(crba_k(model.md, model.workspace(), q, H), args=(("q", q),))
+        _check(crba_k(model.md_k, model.workspace(), q, H), args=(("q", q),))
         return H
     N = q.shape[0]
     H = np.empty((N, model.nv, model.nv))
     status = np.zeros(N, dtype=np.int64)
-    _run_batch(crba_batch_k, N, model.md, q, H, status)
+    _run_batch(crba_batch_k, N, model.md_k, q, H, status)
     _check_batch(status, args=(("q", q),))
     return H
 
@@ -477,7 +477,7 @@ def compensation_into(model, q, v, dofs, g, b=None, H=None):
     g = _out(g, m, "g")
     bb = g if b is None else _out(b, m, "b")
     hh = g if H is None else _out(H, m * m, "H")
-    st = compensation_k(model.md, model.workspace(), q, v, dofs, b is not None, H is not None,
+    st = compensation_k(model.md_k, model.workspace(), q, v, dofs, b is not None, H is not None,
                         g, bb, hh)
     if st:
         if st == BAD_DOFS:
@@ -498,13 +498,13 @@ def coriolis_matrix(model, q, v):
     args = (("q", q), ("v", v))
     if N is None:
         C = np.empty((model.nv, model.nv))
-        _check(coriolis_k(model.md, model.workspace(), q, v, C), args=args)
+        _check(coriolis_k(model.md_k, model.workspace(), q, v, C), args=args)
         return C
     C = np.empty((N, model.nv, model.nv))
     ws = model.workspace()
     status = np.zeros(N, dtype=np.int64)
     for n in range(N):
-        status[n] = coriolis_k(model.md, ws, q[n], v[n], C[n])
+        status[n] = coriolis_k(model.md_k, ws, q[n], v[n], C[n])
     _check_batch(status, "a", args=args)
     return C
 
@@ -531,10 +531,10 @@ def _fd(model, q, v, tau, f_ext, frame, kernel, kernel_batch, fallback=None):
     try:
         if f_ext is None and frame is _LOCAL and model._nq == len(q) and model._nv == len(v) == len(tau):
             out = _empty(model._nv)     # the fast path (see _FAST)
-            st = kernel(model.md, model._tls.ws, q, v, tau, _NO_FEXT, False, out)
+            st = kernel(model.md_k, model._tls.ws, q, v, tau, _NO_FEXT, False, out)
             if st:
                 if st == SINGULAR and fallback is not None:
-                    st = fallback(model.md, model._tls.ws, q, v, tau, _NO_FEXT, False, out)
+                    st = fallback(model.md_k, model._tls.ws, q, v, tau, _NO_FEXT, False, out)
                 _check(st, "tau", args=(("q", q), ("v", v), ("tau", tau)))
             return out
         q = _vec(q, model.nq, "q")
@@ -554,18 +554,18 @@ def _fd(model, q, v, tau, f_ext, frame, kernel, kernel_batch, fallback=None):
     if N is None:
         out = np.empty(model.nv)
         fe, world = (_NO_FEXT, False) if f_ext is None else _fext(model, f_ext, frame, None)
-        st = kernel(model.md, ws, q, v, tau, fe, world, out)
+        st = kernel(model.md_k, ws, q, v, tau, fe, world, out)
         if st == SINGULAR and fallback is not None:
-            st = fallback(model.md, ws, q, v, tau, fe, world, out)
+            st = fallback(model.md_k, ws, q, v, tau, fe, world, out)
         _check(st, "tau", args=args)
         return out
     fe, world = (_NO_FEXT3, False) if f_ext is None else _fext(model, f_ext, frame, N)
     out = np.empty((N, model.nv))
     status = np.zeros(N, dtype=np.int64)
-    _run_batch(kernel_batch, N, model.md, q, v, tau, fe, world, out, status)
+    _run_batch(kernel_batch, N, model.md_k, q, v, tau, fe, world, out, status)
     if fallback is not None:
         for n in np.flatnonzero(status == SINGULAR):
-            status[n] = fallback(model.md, ws, q[n], v[n], tau[n], fe[n] if fe.shape[0] == N else _NO_FEXT,
+            status[n] = fallback(model.md_k, ws, q[n], v[n], tau[n], fe[n] if fe.shape[0] == N else _NO_FEXT,
                                  world, out[n])
     _check_batch(status, "tau", args=args)
     return out
@@ -590,7 +590,7 @@ def ltdl(model, H):
         raise ValueError(f"H: expected shape ({nv}, {nv}) or (N, {nv}, {nv}), got {_describe(H)}")
     LD = H.copy()
     for k, M in enumerate(LD.reshape((-1, nv, nv))):
-        if not ltdl_k(model.md, M) or not np.isfinite(M).all():
+        if not ltdl_k(model.md_k, M) or not np.isfinite(M).all():
             where = "" if LD.ndim == 2 else f" (batch row {k})"
             raise ValueError(f"H{where}: expected a finite symmetric positive-definite matrix "
                              "(non-finite entries, or singular to working precision)")
@@ -624,12 +624,12 @@ def ltdl_solve(model, LD, b):
         raise ValueError("LD: expected the result of ltdl() (a positive diagonal D), got a diagonal entry <= 0")
     if not batch:
         x = np.array(b, copy=True).reshape((-1, nv))
-        ltdl_solve_k(model.md, LD, x)
+        ltdl_solve_k(model.md_k, LD, x)
         x = x.reshape(b.shape)
     else:
         x = b.copy()
         for n in range(LD.shape[0]):
-            ltdl_solve_k(model.md, LD[n], x[n:n + 1])
+            ltdl_solve_k(model.md_k, LD[n], x[n:n + 1])
     if not np.isfinite(x).all():
         raise ValueError("b: the result is not finite: the b values are too large for this factor (overflow)")
     return x

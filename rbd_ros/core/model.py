@@ -67,6 +67,11 @@ class Model:
                         the URDF gives none (or lower = upper)
     ``payloads``        link -> (mass, com, inertia) of the attached payloads
                         (see :meth:`with_payload`)
+    ``md``, ``mi``      the model vector (layout.py), read-only, and its int64 view
+    ``md_k``            the same memory as ``md`` as the kernels take it: typed
+                        writable, because numba's dispatcher types a read-only
+                        array ~50 ns slower per call; no kernel writes it
+                        (test_core_trust checks)
 
     Joint terms of a planar or floating joint (and of the free-flyer) are 0
     (damping, friction) or inf (limits): URDF gives them for one-axis joints
@@ -278,6 +283,12 @@ class Model:
         object.__setattr__(self, "_link_pos", {n: k for k, n in enumerate(self.link_names)})
         object.__setattr__(self, "_fext_maps", {})
         # plain ints and shapes for the argument checks on the hot path
+        # md_k: a writable copy of md for the kernels; md: a read-only view of it
+        md_k = np.array(self.md, dtype=np.float64)
+        md = md_k.view()
+        md.setflags(write=False)
+        object.__setattr__(self, "md", md)
+        object.__setattr__(self, "md_k", md_k)
         mi = self.mi
         object.__setattr__(self, "_nv", int(mi[H_NV]))
         object.__setattr__(self, "_nq", int(mi[H_NQ]))

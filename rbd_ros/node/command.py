@@ -393,7 +393,7 @@ class CommandLaw:
         _ff_state_k(rt.q, rt.v, self.qd, self.vd, self.named, rt.dof_q, rt.dof_v,
                     self.q_ff, self.v_ff)
         model = rt.model
-        if rnea_k(model.md, model.workspace(), self.q_ff, self.v_ff, self.ad, self.tau_ff):
+        if rnea_k(model.md_k, model.workspace(), self.q_ff, self.v_ff, self.ad, self.tau_ff):
             return False
         r = _finish_k(self.tau_ff, self.out_v, self.v_ff, self.out_v, False, s.hold,
                       s.friction, self.damping, self.friction, s.eps, False, s.limit, self.ff)
@@ -424,7 +424,7 @@ class CommandLaw:
             model = rt.model
             _accel_k(rt.q, rt.v, self.qd, self.vd, self.ad, self.named, rt.dof_q, rt.dof_v,
                      s.kp, s.kd, self.a_cmd)
-            if rnea_k(model.md, model.workspace(), rt.q, rt.v, self.a_cmd, self.tau):
+            if rnea_k(model.md_k, model.workspace(), rt.q, rt.v, self.a_cmd, self.tau):
                 return FAILED, None
             r = _finish_k(self.tau, self.out_v, rt.v, self.out_v, False, s.hold, s.friction,
                           self.damping, self.friction, s.eps, s.clamp, s.limit, self.cmd)

@@ -134,7 +134,7 @@ def warm_control_path(rt, log=None) -> None:
         # rnea_into itself (what compensation_into needs; the helper compiles the rnea
         # entry kernel on top of it from the cache), meanwhile the helper compiles crba_into
         from rbd_ros.core.algorithms.rnea import rnea_into
-        rnea_into(model.md, model.workspace(), q, z, z, np.zeros((0, 6)), False, True, True, np.empty(model.nv))
+        rnea_into(model.md_k, model.workspace(), q, z, z, np.zeros((0, 6)), False, True, True, np.empty(model.nv))
     else:
         rbd.rnea(model, q, z, z)
     if helper is not None:          # compensation_into needs crba_into: its cache entry first
