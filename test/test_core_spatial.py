@@ -336,7 +336,7 @@ def test_integer_entries_are_int64_and_mean_what_layout_says():
     assert (mi[layout.H_NB], mi[layout.H_NV], mi[layout.H_NQ]) == (m.nbodies, m.nv, m.nq)
     assert np.array_equal(m.md[layout.H_GRAV:layout.H_GRAV + 3], m.gravity)
     ref_bodies = bodies(m)
-    for i, b in enumerate(ref_bodies):
+    for i in range(len(ref_bodies)):
         o = layout.body_row(mi, i)
         assert -1 <= mi[o + layout.C_PARENT] < i
         assert mi[o + layout.C_JTYPE] in (joints.REVOLUTE, joints.PRISMATIC, joints.FREE)
