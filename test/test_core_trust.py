@@ -337,13 +337,18 @@ def _odd_arrays(x):
     return ro, nc, un
 
 
+def _single_calls(m):
+    """The public functions with a fast path, as f(q, v, a)."""
+    return [lambda q, v, a: rbd.rnea(m, q, v, a), lambda q, v, a: rbd.gravity(m, q),
+            lambda q, v, a: rbd.bias(m, q, v), lambda q, v, a: rbd.crba(m, q),
+            lambda q, v, a: rbd.forward_dynamics(m, q, v, a), lambda q, v, a: rbd.aba(m, q, v, a)]
+
+
 def test_odd_arrays_do_not_compile_new_specialisations(slider):
     rng = np.random.default_rng(9)
     q, v, a = rng.normal(size=(3, 2))
     Q, V, A = rng.normal(size=(3, 4, 2))
-    calls = [lambda q, v, a: rbd.rnea(slider, q, v, a), lambda q, v, a: rbd.gravity(slider, q),
-             lambda q, v, a: rbd.bias(slider, q, v), lambda q, v, a: rbd.crba(slider, q),
-             lambda q, v, a: rbd.forward_dynamics(slider, q, v, a), lambda q, v, a: rbd.aba(slider, q, v, a)]
+    calls = _single_calls(slider)
     ref = [[c(q, v, a), c(Q, V, A)] for c in calls]                     # warm-up
     before = {k: len(k.signatures) for k in _kernels()}
     for x, y, z in zip(_odd_arrays(q), _odd_arrays(v), _odd_arrays(a)):
@@ -372,9 +377,7 @@ def test_fast_paths_take_only_plain_arrays(slider):
     rng = np.random.default_rng(10)
     q, v, a = rng.normal(size=(3, 2))
     Q, V, A = rng.normal(size=(3, 2, 2))
-    calls = [lambda q, v, a: rbd.rnea(slider, q, v, a), lambda q, v, a: rbd.gravity(slider, q),
-             lambda q, v, a: rbd.bias(slider, q, v), lambda q, v, a: rbd.crba(slider, q),
-             lambda q, v, a: rbd.forward_dynamics(slider, q, v, a), lambda q, v, a: rbd.aba(slider, q, v, a)]
+    calls = _single_calls(slider)
     ref = [c(q, v, a) for c in calls]
     batches = [c(Q, V, A) for c in calls]                                # warm-up
     before = {k: len(k.signatures) for k in _kernels()}
