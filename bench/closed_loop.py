@@ -80,12 +80,8 @@ def end_to_end(ns):
     loop = demo.ClosedLoop(ns, demo.NODE_PARAMS, sim_params=demo.SIM_PARAMS,
                            record_commands=True)
     try:
-        loop.desired_fn = lambda t: demo.reference(0.0)
-        loop.start_node()
-        assert loop.wait_node_ready(), loop.log("node")
-        loop.start_sim()
-        assert loop.wait_states(100), loop.log("sim")
-        assert demo.settle(loop), "the arm did not settle"
+        failed = loop.start(100)
+        assert failed is None, failed
         drift, _, _ = demo.measure_hold(loop, 3.0)
         rms, emax, t0, t1 = demo.measure_tracking(loop)
         status = dict(loop.node_status or {})

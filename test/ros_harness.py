@@ -223,6 +223,22 @@ class Client:
             self.node.destroy_client(cli)
 
 
+def set_params(client, node, atomically=False, **values):
+    """Set ``node``'s parameters in one request (typed by
+    ``rbd_ros.node.params.parameter_value``); returns the list of
+    SetParametersResult (one for all when ``atomically``)."""
+    from rcl_interfaces.msg import Parameter as ParameterMsg
+    from rcl_interfaces.srv import SetParameters, SetParametersAtomically
+
+    from rbd_ros.node.params import parameter_value
+    params = [ParameterMsg(name=k, value=parameter_value(v)) for k, v in values.items()]
+    if atomically:
+        return [client.call(SetParametersAtomically, f"{node.fqn}/set_parameters_atomically",
+                            SetParametersAtomically.Request(parameters=params)).result]
+    return list(client.call(SetParameters, f"{node.fqn}/set_parameters",
+                            SetParameters.Request(parameters=params)).results)
+
+
 def wait_for(predicate, timeout=10.0, period=0.01):
     t_end = time.monotonic() + timeout
     while time.monotonic() < t_end:

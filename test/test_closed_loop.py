@@ -41,12 +41,8 @@ def loop():
     cl = demo.ClosedLoop(unique_ns("cl"), params, record_commands=True, desired_rate=250.0,
                          sim_params=dict(demo.SIM_PARAMS, publish_rate=500.0))
     try:
-        cl.desired_fn = lambda t: demo.reference(0.0)
-        cl.start_node()
-        assert cl.wait_node_ready(), cl.log("node")
-        cl.start_sim()
-        assert cl.wait_states(100), cl.log("sim")
-        assert demo.settle(cl), (cl.log("node")[-3000:], cl.log("sim")[-2000:])
+        failed = cl.start(100)
+        assert failed is None, failed
         yield cl
     finally:
         rc = cl.close()

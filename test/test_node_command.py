@@ -7,9 +7,7 @@ import time
 
 import numpy as np
 import pytest
-from rcl_interfaces.msg import Parameter as ParameterMsg
 from rcl_interfaces.msg import ParameterType, ParameterValue
-from rcl_interfaces.srv import SetParametersAtomically
 from ros_harness import (
     ARM_JOINTS,
     DiagnosticArray,
@@ -25,6 +23,9 @@ from ros_harness import (
     stamp_key,
     unique_ns,
     wait_for,
+)
+from ros_harness import (
+    set_params as harness_set_params,
 )
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -66,26 +67,9 @@ def desired(q, v=None, a=None, names=ARM_JOINTS, stamp=None, points=1):
     return m
 
 
-def pvalue(value):
-    if isinstance(value, ParameterValue):
-        return value
-    if isinstance(value, str):
-        return ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value)
-    if isinstance(value, bool):
-        return ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=value)
-    if isinstance(value, list) and value and isinstance(value[0], str):
-        return ParameterValue(type=ParameterType.PARAMETER_STRING_ARRAY, string_array_value=value)
-    if isinstance(value, float):
-        return ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=value)
-    return ParameterValue(type=ParameterType.PARAMETER_DOUBLE_ARRAY,
-                          double_array_value=[float(x) for x in value])
-
-
 def set_params(client, node, **values):
     """All at once (atomically); returns the result (successful, reason)."""
-    req = SetParametersAtomically.Request(
-        parameters=[ParameterMsg(name=k, value=pvalue(v)) for k, v in values.items()])
-    return client.call(SetParametersAtomically, f"{node.fqn}/set_parameters_atomically", req).result
+    return harness_set_params(client, node, atomically=True, **values)[0]
 
 
 class Rig:

@@ -8,9 +8,8 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import yaml
-from rcl_interfaces.msg import Parameter as ParameterMsg
-from rcl_interfaces.msg import ParameterType, ParameterValue
-from rcl_interfaces.srv import DescribeParameters, GetParameters, SetParameters
+from rcl_interfaces.msg import ParameterType
+from rcl_interfaces.srv import DescribeParameters, GetParameters
 from ros_harness import (
     ARM_JOINTS,
     ROOT,
@@ -21,6 +20,7 @@ from ros_harness import (
     joint_state,
     publish_until,
     read_arm_urdf,
+    set_params,
     unique_ns,
     wait_for,
 )
@@ -84,19 +84,6 @@ def test_config_file_loads_into_the_node(client):
         node.stop()
 
 
-def _set(client, node, name, value, ptype):
-    pv = ParameterValue(type=ptype)
-    if ptype == ParameterType.PARAMETER_DOUBLE_ARRAY:
-        pv.double_array_value = [float(x) for x in value]
-    elif ptype == ParameterType.PARAMETER_STRING_ARRAY:
-        pv.string_array_value = list(value)
-    elif ptype == ParameterType.PARAMETER_BOOL:
-        pv.bool_value = value
-    resp = client.call(SetParameters, f"{node.fqn}/set_parameters",
-                       SetParameters.Request(parameters=[ParameterMsg(name=name, value=pv)]))
-    return resp.results[0]
-
-
 def test_gravity_and_joints_parameters_at_run_time_and_in_process_services(client):
     ns = unique_ns("par")
     tilt = [0.0, float(-9.81 * np.sin(0.3)), float(-9.81 * np.cos(0.3))]
@@ -123,7 +110,7 @@ def test_gravity_and_joints_parameters_at_run_time_and_in_process_services(clien
         assert np.max(np.abs(np.asarray(resp.effort) - rbd.gravity(m_tilt, q))) <= TOL
 
         # gravity changed at run time -> new model, same joint state
-        res = _set(client, node, "gravity", [0.0, 0.0, -9.81], ParameterType.PARAMETER_DOUBLE_ARRAY)
+        res = set_params(client, node, gravity=[0.0, 0.0, -9.81])[0]
         assert res.successful, res.reason
         m_up = rbd.Model.from_urdf(urdf)
         g_up = rbd.gravity(m_up, q)
@@ -133,13 +120,13 @@ def test_gravity_and_joints_parameters_at_run_time_and_in_process_services(clien
         assert got is not None
 
         # bad values are refused with a reason; the model stays
-        res = _set(client, node, "gravity", [0.0, 9.81], ParameterType.PARAMETER_DOUBLE_ARRAY)
+        res = set_params(client, node, gravity=[0.0, 9.81])[0]
         assert not res.successful and "gravity" in res.reason
-        res = _set(client, node, "joints", ["joint1", "elbow"], ParameterType.PARAMETER_STRING_ARRAY)
+        res = set_params(client, node, joints=["joint1", "elbow"])[0]
         assert not res.successful and "unknown joint 'elbow'" in res.reason
 
         # a subset in a new order
-        res = _set(client, node, "joints", ["joint4", "joint2"], ParameterType.PARAMETER_STRING_ARRAY)
+        res = set_params(client, node, joints=["joint4", "joint2"])[0]
         assert res.successful, res.reason
         sent, got = publish_until(
             pub, lambda: joint_state(ARM_JOINTS, q, np.zeros(7)), rec, timeout=15,

@@ -7,7 +7,7 @@ from rclpy.parameter import Parameter
 
 from rbd_ros.node import protocol
 from rbd_ros.node.diagnostics import build_status
-from rbd_ros.node.params import PARAMETERS, Params
+from rbd_ros.node.params import PARAMETERS, Params, parameter_value
 from rbd_ros.node.runtime import build_runtime, bundled_robot_path
 from rbd_ros.node.stats import Stats
 from rbd_ros.node.worker_client import RestartBudget
@@ -146,3 +146,18 @@ def test_params_table_and_snapshot():
         "<robot/>", "parameter robot_description")
     with pytest.raises(ValueError, match="urdf_file"):
         Params(urdf_file="no_such_robot").description()
+
+
+def test_parameter_value_types_values_as_the_node_declares_them():
+    from rcl_interfaces.msg import ParameterType as T
+    cases = [("gravity", T.PARAMETER_STRING, "string_value", "gravity"),
+             (True, T.PARAMETER_BOOL, "bool_value", True),
+             (3, T.PARAMETER_DOUBLE, "double_value", 3.0),
+             ((1, 2.5), T.PARAMETER_DOUBLE_ARRAY, "double_array_value", [1.0, 2.5]),
+             ([], T.PARAMETER_DOUBLE_ARRAY, "double_array_value", []),
+             (["a", "b"], T.PARAMETER_STRING_ARRAY, "string_array_value", ["a", "b"])]
+    for value, ptype, field, expected in cases:
+        pv = parameter_value(value)
+        got = getattr(pv, field)
+        assert pv.type == ptype, value
+        assert (list(got) if isinstance(expected, list) else got) == expected, value

@@ -10,9 +10,6 @@ import oracle as orc
 import pinocchio as pin
 import pytest
 from geometry_msgs.msg import InertiaStamped
-from rcl_interfaces.msg import Parameter as ParameterMsg
-from rcl_interfaces.msg import ParameterType, ParameterValue
-from rcl_interfaces.srv import SetParameters
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from ros_harness import (
     ARM_JOINTS,
@@ -26,6 +23,7 @@ from ros_harness import (
     joint_state,
     publish_until,
     read_arm_urdf,
+    set_params,
     unique_ns,
     wait_for,
 )
@@ -92,14 +90,6 @@ def first_answer(client_pub, rec, q, v=None):
     sent, got = publish_until(client_pub, lambda: joint_state(ARM_JOINTS, q, v), rec, timeout=30)
     assert got is not None, "no answer to a joint state"
     return got
-
-
-def set_param(client, node, name, values):
-    pv = ParameterValue(type=ParameterType.PARAMETER_DOUBLE_ARRAY,
-                        double_array_value=[float(x) for x in values])
-    resp = client.call(SetParameters, f"{node.fqn}/set_parameters",
-                       SetParameters.Request(parameters=[ParameterMsg(name=name, value=pv)]))
-    return resp.results[0]
 
 
 @pytest.fixture(scope="module")
@@ -460,14 +450,14 @@ def test_armature_parameter_adds_to_the_inertia_matrix(client, arm):
         assert close(fd.acceleration, reference(urdf, armature=arm_model).aba(q, v, tau))
 
         # run time: refused when negative / wrong length (reason names it), applied when good
-        r = set_param(client, node, "armature", [0.1, -0.2, 0, 0, 0, 0, 0])
+        r = set_params(client, node, armature=[0.1, -0.2, 0, 0, 0, 0, 0])[0]
         assert not r.successful and "armature[1] (joint6)" in r.reason and ">= 0" in r.reason
-        r = set_param(client, node, "armature", [0.1, 0.2])
+        r = set_params(client, node, armature=[0.1, 0.2])[0]
         assert not r.successful and "armature: 2 values, expected 7" in r.reason
-        r = set_param(client, node, "armature", [float("nan")] + [0.0] * 6)
+        r = set_params(client, node, armature=[float("nan")] + [0.0] * 6)[0]
         assert not r.successful and "armature[0] (joint7)" in r.reason
         arm2 = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.5])   # joint1 only (joints order)
-        r = set_param(client, node, "armature", arm2)
+        r = set_params(client, node, armature=arm2)[0]
         assert r.successful, r.reason
         H2 = H0.copy()
         H2[0, 0] += 0.5

@@ -194,6 +194,26 @@ class ClosedLoop:
     def wait_states(self, n=50, timeout=30.0) -> bool:
         return self._wait(lambda: len(self.states) >= n, timeout, self.sim_proc)
 
+    def start(self, n_states=100, progress=None) -> str | None:
+        """The start-up every closed-loop run makes: desired state q0, the node, the sim
+        driver, ``n_states`` joint states, then the arm settled at q0 by computed torque
+        (see :func:`settle`).  ``progress(step)`` is called before the steps "node" and
+        "sim".  Returns None when the loop is running, else what failed (with log tails)."""
+        say = progress or (lambda step: None)
+        self.desired_fn = lambda t: reference(0.0, self.q0)
+        say("node")
+        self.start_node()
+        if not self.wait_node_ready():
+            return "the dynamics node did not come up:\n" + self.log("node")
+        say("sim")
+        self.start_sim()
+        if not self.wait_states(n_states):
+            return "no joint states from the simulated arm:\n" + self.log("sim")
+        if not settle(self, self.q0):
+            return ("the arm did not come to rest at q0 (machine too loaded?)\n--- node:\n"
+                    + self.log("node")[-3000:] + "\n--- sim:\n" + self.log("sim")[-2000:])
+        return None
+
     def _wait(self, pred, timeout, proc):
         t_end = time.monotonic() + timeout
         while time.monotonic() < t_end:
@@ -303,21 +323,11 @@ class ClosedLoop:
 
     def set_params(self, timeout=10.0, **values) -> list:
         """Set node parameters (one request); returns the list of (successful, reason)."""
-        from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+        from rcl_interfaces.msg import Parameter
         from rcl_interfaces.srv import SetParameters
-        params = []
-        for name, value in values.items():
-            pv = ParameterValue()
-            if isinstance(value, str):
-                pv.type, pv.string_value = ParameterType.PARAMETER_STRING, value
-            elif isinstance(value, bool):
-                pv.type, pv.bool_value = ParameterType.PARAMETER_BOOL, value
-            elif isinstance(value, (list, tuple)):
-                pv.type = ParameterType.PARAMETER_DOUBLE_ARRAY
-                pv.double_array_value = [float(x) for x in value]
-            else:
-                pv.type, pv.double_value = ParameterType.PARAMETER_DOUBLE, float(value)
-            params.append(Parameter(name=name, value=pv))
+
+        from rbd_ros.node.params import parameter_value
+        params = [Parameter(name=k, value=parameter_value(v)) for k, v in values.items()]
         cli = self.node.create_client(SetParameters, f"{self.fqn}/set_parameters")
         try:
             if not cli.wait_for_service(timeout_sec=timeout):
@@ -427,21 +437,13 @@ def run_demo(png: str | None, desired_rate=500.0, out=print):
     loop = ClosedLoop(ns, NODE_PARAMS, sim_params=SIM_PARAMS, desired_rate=desired_rate)
     rc = 1
     try:
-        loop.desired_fn = lambda t: reference(0.0)
-        out(f"[demo] starting the dynamics node ({ROBOT}, command_mode computed_torque, "
-            f"kp {KP:g} 1/s^2, kd {KD:g} 1/s) ...")
-        loop.start_node()
-        if not loop.wait_node_ready():
-            out("[demo] the dynamics node did not come up:\n" + loop.log("node"))
-            return 1
-        out(f"[demo] starting the MuJoCo arm at q0 = {list(Q0)}: joint_states -> node, "
-            f"node ~/effort_command -> driver")
-        loop.start_sim()
-        if not loop.wait_states(200):
-            out("[demo] no joint states from the simulated arm:\n" + loop.log("sim"))
-            return 1
-        if not settle(loop):
-            out("[demo] the arm did not come to rest at q0 (machine too loaded?)")
+        steps = {"node": f"[demo] starting the dynamics node ({ROBOT}, command_mode computed_torque, "
+                         f"kp {KP:g} 1/s^2, kd {KD:g} 1/s) ...",
+                 "sim": f"[demo] starting the MuJoCo arm at q0 = {list(Q0)}: joint_states -> node, "
+                        f"node ~/effort_command -> driver"}
+        failed = loop.start(200, progress=lambda step: out(steps[step]))
+        if failed:
+            out("[demo] " + failed)
             return 1
         out("[demo] phase 2: gravity hold (command_mode gravity) for 3 s ...")
         drift, h0, h1 = measure_hold(loop, 3.0)

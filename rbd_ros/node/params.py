@@ -10,7 +10,7 @@ import dataclasses
 import math
 import os
 
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, ParameterType
+from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, ParameterType, ParameterValue
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.parameter import Parameter
 
@@ -227,6 +227,24 @@ class Params:
             with open(path) as f:
                 return f.read(), f"file {path}"
         return None
+
+
+def parameter_value(value):
+    """A Python value as an rcl_interfaces ParameterValue, typed as this node's
+    parameters are: str, bool, a list of str, numbers (int or float) as doubles,
+    and any other sequence (empty included) as a double array.  For clients
+    that set the node's parameters (tests, the demo)."""
+    if isinstance(value, str):
+        return ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value)
+    if isinstance(value, bool):
+        return ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=value)
+    if isinstance(value, (int, float)):
+        return ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=float(value))
+    value = list(value)
+    if value and all(isinstance(x, str) for x in value):
+        return ParameterValue(type=ParameterType.PARAMETER_STRING_ARRAY, string_array_value=value)
+    return ParameterValue(type=ParameterType.PARAMETER_DOUBLE_ARRAY,
+                          double_array_value=[float(x) for x in value])
 
 
 def declare(node) -> None:
