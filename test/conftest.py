@@ -26,3 +26,13 @@ def client():
     c = Client()
     yield c
     c.close()
+
+
+@pytest.fixture(scope="module")
+def arm_model():
+    """The bundled 7-dof arm (rbd_arm7) as an rbd_ros Model: the model the node tests'
+    nodes load."""
+    from ros_harness import read_arm_urdf
+
+    import rbd_ros.core as rbd
+    return rbd.Model.from_urdf(read_arm_urdf())

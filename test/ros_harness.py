@@ -48,6 +48,12 @@ def stamp_key(t: Time):
     return (t.sec, t.nanosec)
 
 
+# the arm's joints in another order than the model's: requests by name must not
+# depend on the order (PERM[k] is the model index of request entry k)
+PERM = [4, 0, 6, 2, 1, 5, 3]
+PERM_NAMES = [ARM_JOINTS[i] for i in PERM]
+
+
 def read_arm_urdf() -> str:
     with open(ARM_URDF) as f:
         return f.read()

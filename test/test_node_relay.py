@@ -93,6 +93,8 @@ if __name__ == "__main__":
 import pytest  # noqa: E402
 from ros_harness import (  # noqa: E402
     ARM_JOINTS,
+    PERM,
+    PERM_NAMES,
     ROOT,
     DiagnosticArray,
     JointState,
@@ -108,14 +110,6 @@ from ros_harness import (  # noqa: E402
 )
 
 import rbd_ros.core as rbd  # noqa: E402
-
-PERM = [4, 0, 6, 2, 1, 5, 3]
-NAMES = [ARM_JOINTS[i] for i in PERM]
-
-
-@pytest.fixture(scope="module")
-def model():
-    return rbd.Model.from_urdf(read_arm_urdf())
 
 
 @pytest.fixture(scope="module")
@@ -155,19 +149,19 @@ def _efforts(traj):
     return np.array([list(p.effort) for p in traj.points])
 
 
-def test_relay_efforts_equal_id_service(client, node, relay, model):
+def test_relay_efforts_equal_id_service(client, node, relay, arm_model):
     from rbd_ros_interfaces.srv import InverseDynamicsTrajectory
     Q, V, A = random_states(1, 40)
-    traj = make_trajectory(NAMES, Q, V, A)
+    traj = make_trajectory(PERM_NAMES, Q, V, A)
     out = relay.send(traj)
     assert out is not None, node.log()
-    assert list(out.joint_names) == NAMES
+    assert list(out.joint_names) == PERM_NAMES
     for p_in, p_out in zip(traj.points, out.points, strict=True):  # effort filled, else equal
         assert list(p_out.positions) == list(p_in.positions)
         assert list(p_out.velocities) == list(p_in.velocities)
         assert list(p_out.accelerations) == list(p_in.accelerations)
         assert p_out.time_from_start == p_in.time_from_start
-    req = InverseDynamicsTrajectory.Request(trajectory=make_trajectory(NAMES, Q, V, A))
+    req = InverseDynamicsTrajectory.Request(trajectory=make_trajectory(PERM_NAMES, Q, V, A))
     resp = client.call(InverseDynamicsTrajectory, node.topic("inverse_dynamics_trajectory"), req)
     assert resp.success, resp.message
     eff, ref = _efforts(out), _efforts(resp.trajectory)
@@ -175,7 +169,7 @@ def test_relay_efforts_equal_id_service(client, node, relay, model):
     assert np.max(np.abs(eff - ref)) <= TOL * max(1.0, np.max(np.abs(ref)))
     # and both are the core's RNEA (request order -> model order)
     inv = np.argsort(PERM)
-    tau = rbd.rnea(model, Q[:, inv], V[:, inv], A[:, inv])[:, PERM]
+    tau = rbd.rnea(arm_model, Q[:, inv], V[:, inv], A[:, inv])[:, PERM]
     assert np.max(np.abs(eff - tau)) <= TOL * max(1.0, np.max(np.abs(tau)))
 
 

@@ -11,13 +11,14 @@ import pytest
 from geometry_msgs.msg import Wrench
 from ros_harness import (
     ARM_JOINTS,
+    PERM,
+    PERM_NAMES,
     ROOT,
     JointState,
     JointStateStream,
     NodeProcess,
     joint_state,
     publish_until,
-    read_arm_urdf,
     stamp_key,
     unique_ns,
     wait_for,
@@ -33,13 +34,6 @@ from rbd_ros_interfaces.srv import (
 )
 
 TOL = 1e-9
-PERM = [4, 0, 6, 2, 1, 5, 3]  # request order != model order
-NAMES = [ARM_JOINTS[i] for i in PERM]
-
-
-@pytest.fixture(scope="module")
-def model():
-    return rbd.Model.from_urdf(read_arm_urdf())
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +55,7 @@ def state(seed, n=None):
 
 
 def model_order(x):
-    """Request-ordered values (NAMES) -> model order (ARM_JOINTS)."""
+    """Request-ordered values (PERM_NAMES) -> model order (ARM_JOINTS)."""
     x = np.asarray(x)
     out = np.empty_like(x)
     out[..., PERM] = x
@@ -77,25 +71,25 @@ def wrench(fx, fy, fz, tx, ty, tz):
     return w
 
 
-def test_inverse_dynamics_single(client, node, model):
+def test_inverse_dynamics_single(client, node, arm_model):
     q, v, a = state(10)
-    req = InverseDynamics.Request(name=NAMES, position=q.tolist(), velocity=v.tolist(),
+    req = InverseDynamics.Request(name=PERM_NAMES, position=q.tolist(), velocity=v.tolist(),
                                   acceleration=a.tolist())
     resp = client.call(InverseDynamics, srv(node, "inverse_dynamics"), req, timeout=60)
     assert resp.success, resp.message
-    assert list(resp.name) == NAMES
-    tau = rbd.rnea(model, model_order(q), model_order(v), model_order(a))
+    assert list(resp.name) == PERM_NAMES
+    tau = rbd.rnea(arm_model, model_order(q), model_order(v), model_order(a))
     assert np.max(np.abs(model_order(np.asarray(resp.effort)) - tau)) <= TOL
 
     # empty velocity / acceleration = zero -> gravity
-    req = InverseDynamics.Request(name=NAMES, position=q.tolist())
+    req = InverseDynamics.Request(name=PERM_NAMES, position=q.tolist())
     resp = client.call(InverseDynamics, srv(node, "inverse_dynamics"), req)
     assert resp.success, resp.message
-    assert np.max(np.abs(model_order(np.asarray(resp.effort)) - rbd.gravity(model, model_order(q)))) <= TOL
+    assert np.max(np.abs(model_order(np.asarray(resp.effort)) - rbd.gravity(arm_model, model_order(q)))) <= TOL
 
     # external wrenches, both frames, two on one link (summed)
     for frame in ("local", "world", ""):
-        req = InverseDynamics.Request(name=NAMES, position=q.tolist(), velocity=v.tolist(),
+        req = InverseDynamics.Request(name=PERM_NAMES, position=q.tolist(), velocity=v.tolist(),
                                       acceleration=a.tolist(),
                                       wrench_links=["link7", "link4", "link7"],
                                       wrenches=[wrench(1, 2, 3, 0.1, 0.2, 0.3),
@@ -105,33 +99,33 @@ def test_inverse_dynamics_single(client, node, model):
         resp = client.call(InverseDynamics, srv(node, "inverse_dynamics"), req)
         assert resp.success, resp.message
         f_ext = {"link7": np.array([1.5, 2, 3, 0.1, 0.3, 0.3]), "link4": np.array([-5, 0, 2, 0, 0, 1.0])}
-        tau_f = rbd.rnea(model, model_order(q), model_order(v), model_order(a), f_ext=f_ext,
+        tau_f = rbd.rnea(arm_model, model_order(q), model_order(v), model_order(a), f_ext=f_ext,
                          f_ext_frame=frame or "local")
         assert np.max(np.abs(model_order(np.asarray(resp.effort)) - tau_f)) <= TOL
         assert np.max(np.abs(tau_f - tau)) > 1e-3
 
 
-def test_forward_dynamics_single(client, node, model):
+def test_forward_dynamics_single(client, node, arm_model):
     q, v, _ = state(11)
     tau = np.random.default_rng(12).uniform(-20, 20, 7)
-    req = ForwardDynamics.Request(name=NAMES, position=q.tolist(), velocity=v.tolist(),
+    req = ForwardDynamics.Request(name=PERM_NAMES, position=q.tolist(), velocity=v.tolist(),
                                   effort=tau.tolist(), wrench_links=["link5"],
                                   wrenches=[wrench(0, 0, -10, 0, 0, 0)], wrench_frame="world")
     resp = client.call(ForwardDynamics, srv(node, "forward_dynamics"), req, timeout=60)
     assert resp.success, resp.message
-    assert list(resp.name) == NAMES
-    qdd = rbd.forward_dynamics(model, model_order(q), model_order(v), model_order(tau),
+    assert list(resp.name) == PERM_NAMES
+    qdd = rbd.forward_dynamics(arm_model, model_order(q), model_order(v), model_order(tau),
                                f_ext={"link5": [0, 0, -10, 0, 0, 0]}, f_ext_frame="world")
     assert np.max(np.abs(model_order(np.asarray(resp.acceleration)) - qdd)) <= TOL
     # round trip: ID of the FD result gives back the effort
-    req2 = InverseDynamics.Request(name=NAMES, position=q.tolist(), velocity=v.tolist(),
+    req2 = InverseDynamics.Request(name=PERM_NAMES, position=q.tolist(), velocity=v.tolist(),
                                    acceleration=list(resp.acceleration), wrench_links=["link5"],
                                    wrenches=[wrench(0, 0, -10, 0, 0, 0)], wrench_frame="world")
     resp2 = client.call(InverseDynamics, srv(node, "inverse_dynamics"), req2)
     assert resp2.success and np.max(np.abs(np.asarray(resp2.effort) - tau)) <= 1e-8
 
 
-def trajectory(q, v=None, x=None, field="accelerations", names=NAMES):
+def trajectory(q, v=None, x=None, field="accelerations", names=PERM_NAMES):
     traj = JointTrajectory()
     traj.joint_names = list(names)
     pts = []
@@ -148,15 +142,15 @@ def trajectory(q, v=None, x=None, field="accelerations", names=NAMES):
     return traj
 
 
-def test_trajectory_services(client, node, model):
+def test_trajectory_services(client, node, arm_model):
     q, v, a = state(20, 50)
     req = InverseDynamicsTrajectory.Request(trajectory=trajectory(q, v, a))
     resp = client.call(InverseDynamicsTrajectory, srv(node, "inverse_dynamics_trajectory"), req,
                        timeout=60)
     assert resp.success, resp.message
-    assert list(resp.trajectory.joint_names) == NAMES and len(resp.trajectory.points) == 50
+    assert list(resp.trajectory.joint_names) == PERM_NAMES and len(resp.trajectory.points) == 50
     eff = np.array([p.effort for p in resp.trajectory.points])
-    tau = rbd.rnea(model, model_order(q), model_order(v), model_order(a))
+    tau = rbd.rnea(arm_model, model_order(q), model_order(v), model_order(a))
     assert np.max(np.abs(model_order(eff) - tau)) <= TOL
     # the request content is echoed
     assert np.allclose([p.positions for p in resp.trajectory.points], q, atol=0, rtol=0)
@@ -168,7 +162,7 @@ def test_trajectory_services(client, node, model):
                        timeout=60)
     assert resp.success, resp.message
     acc = np.array([p.accelerations for p in resp.trajectory.points])
-    qdd = rbd.forward_dynamics(model, model_order(q), model_order(v), model_order(taus))
+    qdd = rbd.forward_dynamics(arm_model, model_order(q), model_order(v), model_order(taus))
     assert np.max(np.abs(model_order(acc) - qdd)) <= TOL
 
     # points without velocities: zero velocity
@@ -176,21 +170,21 @@ def test_trajectory_services(client, node, model):
     resp = client.call(InverseDynamicsTrajectory, srv(node, "inverse_dynamics_trajectory"), req)
     assert resp.success, resp.message
     eff = np.array([p.effort for p in resp.trajectory.points])
-    tau = rbd.rnea(model, model_order(q[:3]), np.zeros((3, 7)), model_order(a[:3]))
+    tau = rbd.rnea(arm_model, model_order(q[:3]), np.zeros((3, 7)), model_order(a[:3]))
     assert np.max(np.abs(model_order(eff) - tau)) <= TOL
 
 
 def _bad_single_cases(q, v, a):
-    ok = dict(name=NAMES, position=q.tolist(), velocity=v.tolist(), acceleration=a.tolist())
+    ok = dict(name=PERM_NAMES, position=q.tolist(), velocity=v.tolist(), acceleration=a.tolist())
     nan_pos = q.tolist()
     nan_pos[2] = float("nan")
     inf_acc = a.tolist()
     inf_acc[6] = float("inf")
     return [
-        (dict(ok, name=NAMES[:-1] + ["elbow"]), "unknown joint 'elbow'"),
-        (dict(ok, name=NAMES[:-1], position=q[:-1].tolist(), velocity=v[:-1].tolist(),
+        (dict(ok, name=PERM_NAMES[:-1] + ["elbow"]), "unknown joint 'elbow'"),
+        (dict(ok, name=PERM_NAMES[:-1], position=q[:-1].tolist(), velocity=v[:-1].tolist(),
               acceleration=a[:-1].tolist()), "missing joints"),
-        (dict(ok, name=NAMES[:-1] + [NAMES[0]]), "listed twice"),
+        (dict(ok, name=PERM_NAMES[:-1] + [PERM_NAMES[0]]), "listed twice"),
         (dict(ok, position=q[:5].tolist()), "position has 5 entries, expected 7"),
         (dict(ok, velocity=v[:3].tolist()), "velocity has 3 entries"),
         (dict(ok, acceleration=a.tolist() + [0.0]), "acceleration has 8 entries"),
@@ -223,7 +217,7 @@ def test_bad_requests(client, node):
 
     qs, vs, as_ = state(31, 4)
     bad_traj = []
-    t = trajectory(qs, vs, as_, names=NAMES[:-1] + ["elbow"])
+    t = trajectory(qs, vs, as_, names=PERM_NAMES[:-1] + ["elbow"])
     bad_traj.append((t, "trajectory.joint_names[6]: unknown joint 'elbow'"))
     t = trajectory(qs, vs, as_)
     t.points[2].positions = qs[2, :6].tolist()
@@ -241,7 +235,7 @@ def test_bad_requests(client, node):
     bad_traj.append((t, "trajectory.points[3].positions[4] is nan"))
     t = trajectory(qs[:0], vs[:0], as_[:0])
     bad_traj.append((t, "trajectory.points is empty"))
-    t = trajectory(qs, vs, as_, names=NAMES[:-1])
+    t = trajectory(qs, vs, as_, names=PERM_NAMES[:-1])
     bad_traj.append((t, "trajectory.joint_names: missing joints"))
     for traj, expect in bad_traj:
         resp = client.call(InverseDynamicsTrajectory, srv(node, "inverse_dynamics_trajectory"),
@@ -266,11 +260,11 @@ def test_overflowing_inputs_name_the_cause(client, node):
     singular inertia matrix."""
     q, v, a = state(32)
     resp = client.call(ForwardDynamics, srv(node, "forward_dynamics"), ForwardDynamics.Request(
-        name=NAMES, position=q.tolist(), velocity=v.tolist(), effort=[1e308] * 7))
+        name=PERM_NAMES, position=q.tolist(), velocity=v.tolist(), effort=[1e308] * 7))
     assert not resp.success and len(resp.acceleration) == 0
     assert "singular" not in resp.message and "effort" in resp.message, resp.message
     resp = client.call(InverseDynamics, srv(node, "inverse_dynamics"), InverseDynamics.Request(
-        name=NAMES, position=q.tolist(), velocity=[1e200] * 7, acceleration=a.tolist()))
+        name=PERM_NAMES, position=q.tolist(), velocity=[1e200] * 7, acceleration=a.tolist()))
     assert not resp.success and len(resp.effort) == 0
     assert "velocity" in resp.message, resp.message
 
@@ -282,9 +276,9 @@ def test_no_model_yet(client):
         q, v, a = state(40)
         checks = [
             (InverseDynamics, "inverse_dynamics",
-             InverseDynamics.Request(name=NAMES, position=q.tolist())),
+             InverseDynamics.Request(name=PERM_NAMES, position=q.tolist())),
             (ForwardDynamics, "forward_dynamics",
-             ForwardDynamics.Request(name=NAMES, position=q.tolist())),
+             ForwardDynamics.Request(name=PERM_NAMES, position=q.tolist())),
             (InverseDynamicsTrajectory, "inverse_dynamics_trajectory",
              InverseDynamicsTrajectory.Request(trajectory=trajectory(q[None, :]))),
             (ForwardDynamicsTrajectory, "forward_dynamics_trajectory",

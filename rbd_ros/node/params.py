@@ -220,20 +220,16 @@ class Params:
     def description(self):
         """(URDF text, where it came from) from robot_description or urdf_file, or None.
         Raises ValueError/OSError if urdf_file names no readable file."""
-        if self.robot_description.strip():
-            return self.robot_description, "parameter robot_description"
-        if self.urdf_file.strip():
-            path = rtm.resolve_urdf_file(self.urdf_file.strip())
-            with open(path) as f:
-                return f.read(), f"file {path}"
-        return None
+        return rtm.read_description(self.urdf_file, self.robot_description)
 
 
 def parameter_value(value):
     """A Python value as an rcl_interfaces ParameterValue, typed as this node's
     parameters are: str, bool, a list of str, numbers (int or float) as doubles,
     and any other sequence (empty included) as a double array.  For clients
-    that set the node's parameters (tests, the demo)."""
+    that set the node's parameters (tests, the demo).  A ParameterValue passes as it is."""
+    if isinstance(value, ParameterValue):
+        return value
     if isinstance(value, str):
         return ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value)
     if isinstance(value, bool):

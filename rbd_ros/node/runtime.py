@@ -90,6 +90,20 @@ def resolve_urdf_file(value: str) -> str:
         f"{', '.join(sorted(f[:-5] for f in os.listdir(folder) if f.endswith('.urdf')))})")
 
 
+def read_description(urdf_file: str, robot_description: str):
+    """(URDF text, where it came from) from the ``robot_description`` parameter (XML, wins)
+    or the ``urdf_file`` one (a path or a bundled robot's name), or None if both are empty.
+    Raises ValueError/OSError if urdf_file names no readable file.  The node's and the sim
+    driver's parameters of the same names."""
+    if robot_description.strip():
+        return robot_description, "parameter robot_description"
+    if urdf_file.strip():
+        path = resolve_urdf_file(urdf_file.strip())
+        with open(path) as f:
+            return f.read(), f"file {path}"
+    return None
+
+
 class Runtime:
     """A model plus everything the node needs to use it by joint name.
 

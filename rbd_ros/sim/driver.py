@@ -25,7 +25,6 @@ Joints not in ``joints`` get zero effort.
 """
 from __future__ import annotations
 
-import array
 import math
 import sys
 import threading
@@ -36,24 +35,17 @@ import numpy as np
 NODE_NAME = "sim_driver"
 
 
-def _array(n):
-    buf = array.array("d", bytes(8 * n))
-    return buf, np.frombuffer(buf, dtype=np.float64)
-
-
 def load_description(urdf_file: str, robot_description: str) -> tuple[str, str]:
-    """(URDF text, source) from the parameters: ``robot_description`` XML wins over ``urdf_file``."""
+    """(URDF text, source) from the parameters: ``robot_description`` XML wins over ``urdf_file``
+    (``runtime.read_description``, as in the node); ModelError if both are empty."""
     import rbd_ros.core as rbd
-    from rbd_ros.node.runtime import resolve_urdf_file
+    from rbd_ros.node.runtime import read_description
 
-    if robot_description.strip():
-        return robot_description, "robot_description parameter"
-    if not urdf_file.strip():
+    got = read_description(urdf_file, robot_description)
+    if got is None:
         raise rbd.ModelError("no robot: set the urdf_file (path or bundled name, e.g. rbd_arm7) "
                              "or robot_description parameter")
-    path = resolve_urdf_file(urdf_file)
-    with open(path) as f:
-        return f.read(), path
+    return got
 
 
 class SimDriver:
@@ -65,10 +57,11 @@ class SimDriver:
         from diagnostic_msgs.msg import DiagnosticArray
         from rcl_interfaces.msg import ParameterDescriptor
         from rclpy.executors import SingleThreadedExecutor
-        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Float64MultiArray, String
 
+        from rbd_ros.node.command import float_buffer
+        from rbd_ros.node.names import QOS_DESCRIPTION
         from rbd_ros.sim.mujoco_model import JointMap, load_urdf
 
         self._mujoco = mujoco
@@ -146,9 +139,9 @@ class SimDriver:
         except TypeError:
             self.js = JointState()
         self.js.name = list(self.joints)
-        self._pos_buf, self._pos = _array(nj)
-        self._vel_buf, self._vel = _array(nj)
-        self._eff_buf, self._eff = _array(nj)
+        self._pos_buf, self._pos = float_buffer(nj)
+        self._vel_buf, self._vel = float_buffer(nj)
+        self._eff_buf, self._eff = float_buffer(nj)
         self.js.position, self.js.velocity, self.js.effort = self._pos_buf, self._vel_buf, self._eff_buf
         self._shared = (self.js.position is self._pos_buf and self.js.velocity is self._vel_buf
                         and self.js.effort is self._eff_buf)
@@ -156,9 +149,7 @@ class SimDriver:
         self.pub_diag = n.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._desc_pub = None
         if publish_desc:
-            latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                                 durability=DurabilityPolicy.TRANSIENT_LOCAL)
-            self._desc_pub = n.create_publisher(String, "robot_description", latched)
+            self._desc_pub = n.create_publisher(String, "robot_description", QOS_DESCRIPTION)
             self._desc_pub.publish(String(data=text))
         self.sub = n.create_subscription(Float64MultiArray, "effort_command", self._on_command, 10)
         self.publish_every = 1 if publish_rate == 0 else max(1, round(self.rate / publish_rate))
