@@ -453,3 +453,52 @@ def test_no_kernel_writes_the_model_vector():
     g = np.empty(m.nv)
     rbd.compensation_into(m, q, v, rbd.dof_indices(m), g, np.empty(m.nv), np.empty(m.nv * m.nv))
     assert np.array_equal(m.md_k.view(np.int64), before.view(np.int64))
+
+
+def test_kernels_check_lengths_before_reading(slider):
+    """Every kernel a fast path or the node calls returns BAD_SHAPE, leaving its output
+    untouched, for a q, v, a, output, f_ext or workspace that does not fit the model
+    (numba does not bounds-check: without this a short array is read past its end)."""
+    from rbd_ros.core.algorithms.common import BAD_SHAPE
+    from rbd_ros.core.algorithms.compensation import compensation_k
+    from rbd_ros.core.algorithms.coriolis import coriolis_k
+    m = slider
+    md, ws, nv = m.md_k, m.workspace(), m.nv
+    small_ws = np.zeros(8)
+    ok = np.zeros(nv)
+    F = np.zeros((0, 6))
+    for bad in (np.zeros(nv + 1), np.zeros(nv - 1)):
+        cases = [
+            lambda o, b=bad: rnea_mod.rnea_k(md, ws, b, ok, ok, o),
+            lambda o, b=bad: rnea_mod.rnea_k(md, ws, ok, b, ok, o),
+            lambda o, b=bad: rnea_mod.rnea_k(md, ws, ok, ok, b, o),
+            lambda o, b=bad: rnea_mod.gravity_k(md, ws, b, o),
+            lambda o, b=bad: rnea_mod.bias_k(md, ws, ok, b, o),
+            lambda o, b=bad: fd_mod.forward_dynamics_k(md, ws, ok, ok, b, F, False, o),
+            lambda o, b=bad: fd_mod.forward_dynamics_k(md, ws, b, ok, ok, F, False, o),
+            lambda o, b=bad: aba_mod.aba_k(md, ws, ok, b, ok, F, False, o),
+            lambda o, b=bad: aba_mod.aba_k(md, ws, ok, ok, b, F, False, o),
+        ]
+        for k, call in enumerate(cases):
+            out = np.full(nv, 7.0)
+            assert call(out) == BAD_SHAPE, k
+            assert np.all(out == 7.0), k
+        H = np.full((nv, nv), 7.0)
+        assert crba_mod.crba_k(md, ws, bad, H) == BAD_SHAPE and np.all(H == 7.0)
+        assert coriolis_k(md, ws, ok, bad, H) == BAD_SHAPE and np.all(H == 7.0)
+        g = np.full(nv, 7.0)
+        assert compensation_k(md, ws, ok, bad, np.arange(nv), False, False, g, g, g) == BAD_SHAPE
+        assert np.all(g == 7.0)
+    out = np.full(nv, 7.0)
+    assert rnea_mod.rnea_k(md, small_ws, ok, ok, ok, out) == BAD_SHAPE and np.all(out == 7.0)
+    assert rnea_mod.rnea_k(md, ws, ok, ok, ok, np.zeros(nv + 1)) == BAD_SHAPE
+    assert crba_mod.crba_k(md, ws, ok, np.zeros((nv, nv + 1))) == BAD_SHAPE
+    assert fd_mod.forward_dynamics_k(md, ws, ok, ok, ok, np.zeros((3, 6)), False, out) == BAD_SHAPE
+    assert aba_mod.aba_k(md, ws, ok, ok, ok, np.zeros((m.nbodies, 5)), False, out) == BAD_SHAPE
+    assert np.all(out == 7.0)
+    # and the public functions name the argument
+    for name, call in (("q", lambda: rbd.crba(m, np.zeros(nv + 1))),
+                       ("v", lambda: rbd.bias(m, ok, np.zeros(nv - 1))),
+                       ("tau", lambda: rbd.aba(m, ok, ok, np.zeros(nv + 1)))):
+        with pytest.raises(ValueError, match=f"^{name}: "):
+            call()

@@ -13,9 +13,9 @@ test the results' finiteness themselves (a status code), so the checks cost
 nothing measurable on the fast path.
 
 Single calls with plain arguments (C-contiguous float64 arrays of the right
-lengths) take a fast path that checks only the lengths: numba's dispatcher
-checks the types, and anything else is converted and checked on the slow
-path (see ``_plain_arguments_only``).  Read-only, non-contiguous or
+lengths) take a fast path that checks nothing in Python: numba's dispatcher
+checks the types, the kernel the lengths (BAD_SHAPE), and anything else is
+converted and checked on the slow path (see ``_plain_arguments_only``).  Read-only, non-contiguous or
 unaligned float64 arrays are copied to plain arrays before a kernel sees
 them, so no call compiles a new numba specialisation after warm-up.
 """
@@ -28,7 +28,7 @@ from numba import get_num_threads, typeof
 from numba.core import types as nbt
 
 from .algorithms.aba import aba_batch_k, aba_k
-from .algorithms.common import BAD_DOFS, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_RESULT, BAD_V, OK, SINGULAR
+from .algorithms.common import BAD_DOFS, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_RESULT, BAD_SHAPE, BAD_V, OK, SINGULAR
 from .algorithms.compensation import compensation_k
 from .algorithms.coriolis import coriolis_k
 from .algorithms.crba import crba_batch_k, crba_k
@@ -50,29 +50,32 @@ _LOCAL = FEXT_FRAMES[0]
 
 class _NotPlain(TypeError):
     """A fast-path kernel was handed something other than its plain argument types
-    (raised from numba's dispatcher, see ``_plain_arguments_only``); the public
-    function catches it and takes its checked path."""
+    (raised from numba's dispatcher, see ``_plain_arguments_only``), or arrays of
+    lengths that do not fit the model (the kernel's BAD_SHAPE, raised by ``_check``);
+    the public function catches it and takes its checked path."""
 
 
 def _plain_arguments_only(kernel, types):
     """The fast paths' guard: ``kernel`` runs only on exactly these numba ``types``.
 
-    A single-call fast path checks nothing but the lengths (``len(q) ==
-    model._nq`` ...) and hands the caller's objects to the kernel: numba's
-    dispatcher types every argument in C anyway (~50 ns per array), and
-    repeating its class/dtype/shape tests in Python cost ~150 ns per array
+    A single-call fast path checks nothing and hands the caller's objects to
+    the kernel: numba's dispatcher types every argument in C anyway (~50 ns
+    per array), the kernel checks the lengths (BAD_SHAPE before it reads
+    anything), and repeating those tests in Python cost ~150 ns per array
     (>10 % of a 7-dof rnea).  The dispatcher calls ``_compile_for_args`` only
     when no compiled signature matches.  There, the arguments of the first
     call (nothing compiled or loaded from the cache yet) are compiled for if
     they have exactly the plain types; anything else -- a list, a float32,
-    read-only, non-contiguous or unaligned array, a 2-D batch whose N happens
-    to equal the length -- raises ``_NotPlain``, and the public function
-    converts and checks the arguments on its slow path (naming the bad one).
-    So no call compiles a second specialisation."""
+    read-only, non-contiguous or unaligned array, a 2-D batch -- raises
+    ``_NotPlain``, and the public function converts and checks the arguments
+    on its slow path (naming the bad one).  So no call compiles a second
+    specialisation."""
     compile_for_args = kernel._compile_for_args
     types = tuple(types)
 
     def _compile_for_args(*args, **kws):
+        if kernel.signatures:        # the plain one is compiled: these arguments are not plain
+            raise _NotPlain(f"{kernel.__name__}: not the plain argument types")
         try:
             plain = not kws and len(args) == len(types) and all(typeof(a) == t for a, t in zip(args, types))
         except Exception:       # typeof: no numba type at all (numba's own error classes)
@@ -192,6 +195,8 @@ def _check(status, third="a", index=None, args=()):
     call's arguments, to name the largest one when the result overflows."""
     if status == OK:
         return
+    if status == BAD_SHAPE:          # only a fast path can see it (the checked paths check lengths)
+        raise _NotPlain("an argument's length does not fit the model")
     where = "" if index is None else f" (batch row {index})"
     if status == BAD_QUAT:
         raise ValueError(f"q{where}: a free-flyer quaternion (qx qy qz qw) has zero norm")
@@ -308,14 +313,14 @@ def rnea(model, q, v, a, f_ext=None, f_ext_frame="local"):
     about the link origin; ``"world"``: world axes, moment about the world
     origin."""
     try:
-        if f_ext is None and f_ext_frame is _LOCAL and model._nq == len(q) and model._nv == len(v) == len(a):
+        if f_ext is None and f_ext_frame is _LOCAL:
             out = _empty(model._nv)     # the fast path (see _FAST)
             st = rnea_k(model.md_k, model._tls.ws, q, v, a, out)
             if st:
                 _check(st, args=(("q", q), ("v", v), ("a", a)))
             return out
         q = _vec(q, model.nq, "q")
-    except TypeError:
+    except TypeError:     # not plain arrays, or a length that does not fit: checked below
         q = _vec(q, model.nq, "q")
     except AttributeError:
         if _first_in_thread(model):
@@ -346,14 +351,12 @@ def rnea(model, q, v, a, f_ext=None, f_ext_frame="local"):
 def gravity(model, q):
     """Generalised gravity g(q) = rnea(q, 0, 0)."""
     try:
-        if model._nq == len(q):
-            out = _empty(model._nv)     # the fast path (see _FAST)
-            st = gravity_k(model.md_k, model._tls.ws, q, out)
-            if st:
-                _check(st, args=(("q", q),))
-            return out
-        q = _vec(q, model.nq, "q")
-    except TypeError:
+        out = _empty(model._nv)     # the fast path (see _FAST)
+        st = gravity_k(model.md_k, model._tls.ws, q, out)
+        if st:
+            _check(st, args=(("q", q),))
+        return out
+    except TypeError:     # not plain arrays, or a length that does not fit: checked below
         q = _vec(q, model.nq, "q")
     except AttributeError:
         if _first_in_thread(model):
@@ -374,14 +377,12 @@ def gravity(model, q):
 def bias(model, q, v):
     """Bias forces C(q, v) v + g(q) = rnea(q, v, 0)."""
     try:
-        if model._nq == len(q) and model._nv == len(v):
-            out = _empty(model._nv)     # the fast path (see _FAST)
-            st = bias_k(model.md_k, model._tls.ws, q, v, out)
-            if st:
-                _check(st, args=(("q", q), ("v", v)))
-            return out
-        q = _vec(q, model.nq, "q")
-    except TypeError:
+        out = _empty(model._nv)     # the fast path (see _FAST)
+        st = bias_k(model.md_k, model._tls.ws, q, v, out)
+        if st:
+            _check(st, args=(("q", q), ("v", v)))
+        return out
+    except TypeError:     # not plain arrays, or a length that does not fit: checked below
         q = _vec(q, model.nq, "q")
     except AttributeError:
         if _first_in_thread(model):
@@ -404,14 +405,12 @@ def bias(model, q, v):
 def crba(model, q):
     """Joint-space inertia matrix H(q) (symmetric, full), CRBA."""
     try:
-        if model._nq == len(q):
-            H = _empty(model._shape_H)  # the fast path (see _FAST)
-            st = crba_k(model.md_k, model._tls.ws, q, H)
-            if st:
-                _check(st, args=(("q", q),))
-            return H
-        q = _vec(q, model.nq, "q")
-    except TypeError:
+        H = _empty(model._shape_H)  # the fast path (see _FAST)
+        st = crba_k(model.md_k, model._tls.ws, q, H)
+        if st:
+            _check(st, args=(("q", q),))
+        return H
+    except TypeError:     # not plain arrays, or a length that does not fit: checked below
         q = _vec(q, model.nq, "q")
     except AttributeError:
         if _first_in_thread(model):
@@ -529,7 +528,7 @@ def _fd(model, q, v, tau, f_ext, frame, kernel, kernel_batch, fallback=None):
     """forward_dynamics / aba.  ``fallback``: the kernel that computes the result where
     ``kernel`` reports SINGULAR (aba: a nearly singular pivot -> CRBA + LᵀDL)."""
     try:
-        if f_ext is None and frame is _LOCAL and model._nq == len(q) and model._nv == len(v) == len(tau):
+        if f_ext is None and frame is _LOCAL:
             out = _empty(model._nv)     # the fast path (see _FAST)
             st = kernel(model.md_k, model._tls.ws, q, v, tau, _NO_FEXT, False, out)
             if st:
@@ -538,7 +537,7 @@ def _fd(model, q, v, tau, f_ext, frame, kernel, kernel_batch, fallback=None):
                 _check(st, "tau", args=(("q", q), ("v", v), ("tau", tau)))
             return out
         q = _vec(q, model.nq, "q")
-    except TypeError:
+    except TypeError:     # not plain arrays, or a length that does not fit: checked below
         q = _vec(q, model.nq, "q")
     except AttributeError:
         if _first_in_thread(model):

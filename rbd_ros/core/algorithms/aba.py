@@ -90,9 +90,12 @@ from ..layout import (
     H_GRAV,
     H_NB,
     H_NMIM,
+    H_NQ,
+    H_NV,
     H_NVF,
     H_OFF_ARM,
     R_ABA,
+    R_END,
     R_K,
     R_RNEA,
     R_TMP,
@@ -129,6 +132,7 @@ from .common import (
     BAD_Q,
     BAD_QUAT,
     BAD_RESULT,
+    BAD_SHAPE,
     BAD_V,
     OK,
     SINGULAR,
@@ -275,6 +279,11 @@ def aba_into(md, ws, q, v, tau, fext, fext_world, out):
     nb = mi[H_NB]
     nvf = mi[H_NVF]
     nmim = mi[H_NMIM]
+    nv = mi[H_NV]
+    offs = region_offsets(nb, nvf, nmim)
+    if (q.shape[0] != mi[H_NQ] or v.shape[0] != nv or tau.shape[0] != nv or out.shape[0] != nv
+            or ws.shape[0] < offs[R_END] or (fext.shape[0] != 0 and (fext.shape[0] != nb or fext.shape[1] != 6))):
+        return BAD_SHAPE
     if not all_finite(q):
         return BAD_Q
     if not all_finite(v):
@@ -286,7 +295,6 @@ def aba_into(md, ws, q, v, tau, fext, fext_world, out):
         for i in range(nb):
             if not all_finite(fext[i]):
                 return BAD_FEXT
-    offs = region_offsets(nb, nvf, nmim)
     oR = offs[R_RNEA]
     oW = offs[R_WORLD]                 # X0
     oA = offs[R_ABA]

@@ -19,6 +19,8 @@ SINGULAR = 5
 BAD_FEXT = 6
 BAD_RESULT = 7     # finite arguments, non-finite result (overflow): the caller names the largest argument
 BAD_DOFS = 8       # compensation: a dof index out of range
+BAD_SHAPE = 9      # an argument's length does not fit the model (or the workspace is too small):
+                   # nothing was read; the public fast paths then take their checked path
 
 
 @njit(**INLINE)

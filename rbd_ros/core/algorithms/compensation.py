@@ -15,9 +15,9 @@ the workspace's vector and matrix regions (which RNEA and CRBA do not use).
 import numpy as np
 from numba import njit
 
-from ..layout import H_NB, H_NMIM, H_NVF, R_MAT, R_VEC, region_offsets
+from ..layout import H_NB, H_NMIM, H_NV, H_NVF, R_MAT, R_VEC, region_offsets
 from ..spatial import INLINE, JIT
-from .common import BAD_DOFS, BAD_RESULT, OK, all_finite
+from .common import BAD_DOFS, BAD_RESULT, BAD_SHAPE, OK, all_finite
 from .crba import crba_into
 from .rnea import rnea_into
 
@@ -33,8 +33,11 @@ def gather_finite(x, dofs, out):
 @njit(**JIT)
 def compensation_k(md, ws, q, v, dofs, want_b, want_h, g_out, b_out, h_out):
     mi = md.view(np.int64)      # the model's integer entries (layout.py)
-    nv = v.shape[0]
+    nv = mi[H_NV]
     m = dofs.shape[0]
+    if (v.shape[0] != nv or g_out.shape[0] != m or (want_b and b_out.shape[0] != m)
+            or (want_h and h_out.shape[0] != m * m)):
+        return BAD_SHAPE                  # q and the workspace: rnea_into checks them
     for k in range(m):
         if dofs[k] < 0 or dofs[k] >= nv:
             return BAD_DOFS

@@ -28,8 +28,11 @@ from ..layout import (
     CO_SDOT,
     H_NB,
     H_NMIM,
+    H_NQ,
+    H_NV,
     H_NVF,
     R_COR,
+    R_END,
     R_RNEA,
     R_TMP,
     R_WORLD,
@@ -46,6 +49,7 @@ from ..spatial import JIT, cross_motion, inertia_to_mat6, mat6_xT_X_add, x_motio
 from .common import (
     BAD_Q,
     BAD_QUAT,
+    BAD_SHAPE,
     BAD_V,
     OK,
     S_column,
@@ -80,11 +84,15 @@ def _mat6_mul_vec(M, om, x, ox, transpose, out, oo):
 def coriolis_into(md, ws, q, v, C):
     mi = md.view(np.int64)      # the model's integer entries (layout.py)
     nb = mi[H_NB]
+    nv = mi[H_NV]
+    offs = region_offsets(nb, mi[H_NVF], mi[H_NMIM])
+    if (q.shape[0] != mi[H_NQ] or v.shape[0] != nv or C.shape[0] != nv or C.shape[1] != nv
+            or ws.shape[0] < offs[R_END]):
+        return BAD_SHAPE
     if not all_finite(q):
         return BAD_Q
     if not all_finite(v):
         return BAD_V
-    offs = region_offsets(nb, mi[H_NVF], mi[H_NMIM])
     oR = offs[R_RNEA]           # X (RN_X), world velocity V (RN_V)
     oW = offs[R_WORLD]          # X0 (WO_X)
     oC = offs[R_COR]            # S and Ṡ in world coordinates, I, B (composites after the backward sweep)

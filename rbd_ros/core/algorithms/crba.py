@@ -47,12 +47,15 @@ from ..layout import (
     CR_S,
     H_NB,
     H_NMIM,
+    H_NQ,
+    H_NV,
     H_NVF,
     H_OFF_ARM,
     H_OFF_BODY,
     IC_I,
     NCOL,
     R_CRBA,
+    R_END,
     R_IC,
     R_RNEA,
     R_TMP,
@@ -68,18 +71,21 @@ from ..layout import (
     world_slot,
 )
 from ..spatial import JIT, inertia_mul, inertia_xT_set, x_motion_inv
-from .common import BAD_Q, BAD_QUAT, OK, S_column, all_finite, finite_result
+from .common import BAD_Q, BAD_QUAT, BAD_SHAPE, OK, S_column, all_finite, finite_result
 from .rnea import world_placement
 
 
 @njit(**JIT)
 def crba_into(md, ws, q, H):
-    """H(q) into ``H`` (nv x nv).  Returns a status code."""
+    """H(q) into ``H`` (nv x nv).  Returns a status code (BAD_SHAPE: see rnea_into)."""
     mi = md.view(np.int64)      # the model's integer entries (layout.py)
     nb = mi[H_NB]
+    nv = mi[H_NV]
+    offs = region_offsets(nb, mi[H_NVF], mi[H_NMIM])
+    if q.shape[0] != mi[H_NQ] or H.shape[0] != nv or H.shape[1] != nv or ws.shape[0] < offs[R_END]:
+        return BAD_SHAPE
     if not all_finite(q):
         return BAD_Q
-    offs = region_offsets(nb, mi[H_NVF], mi[H_NMIM])
     oR = offs[R_RNEA]            # X_j (RN_X)
     oW = offs[R_WORLD]           # X0_j (WO_X)
     oI = offs[R_IC]              # I^c_j, world coordinates (IC_I)

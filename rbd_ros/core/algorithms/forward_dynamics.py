@@ -13,7 +13,7 @@ from numba import njit
 
 from ..layout import H_NB, H_NMIM, H_NV, H_NVF, R_MAT, region_offsets, workspace_size
 from ..spatial import JIT
-from .common import BAD_A, BAD_RESULT, OK, SINGULAR, all_finite
+from .common import BAD_A, BAD_RESULT, BAD_SHAPE, OK, SINGULAR, all_finite
 from .crba import crba_into
 from .ltdl import ltdl_factor, ltdl_solve_inplace
 from .rnea import rnea_into
@@ -22,6 +22,8 @@ from .rnea import rnea_into
 @njit(**JIT)
 def forward_dynamics_into(md, ws, q, v, tau, fext, fext_world, out):
     mi = md.view(np.int64)      # the model's integer entries (layout.py)
+    if tau.shape[0] != mi[H_NV]:    # q, v, out, fext and the workspace: rnea_into checks them
+        return BAD_SHAPE
     if not all_finite(tau):
         return BAD_A
     # rnea_into and crba_into report a non-finite result themselves (BAD_RESULT)

@@ -33,8 +33,11 @@ from ..layout import (
     H_GRAV,
     H_NB,
     H_NMIM,
+    H_NQ,
+    H_NV,
     H_NVF,
     H_OFF_ARM,
+    R_END,
     R_RNEA,
     R_TMP,
     R_WORLD,
@@ -50,7 +53,7 @@ from ..layout import (
     world_slot,
 )
 from ..spatial import INLINE, JIT, cross_force_add, inertia_mul, x_force, x_motion, xT_force_add
-from .common import BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_RESULT, BAD_V, OK, all_finite
+from .common import BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_RESULT, BAD_SHAPE, BAD_V, OK, all_finite
 
 
 @njit(**INLINE)
@@ -83,9 +86,16 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
     ``fext`` is (nb, 6) per *body* ([n; f] order) in the body frame, or in the
     world frame about the world origin if ``fext_world``; a (0, 6) array means
     none.  ``use_v``/``use_a`` False treat v/a as zero without reading them.
-    Returns a status code (common.OK on success)."""
+    Returns a status code (common.OK on success; BAD_SHAPE, having read nothing,
+    if an argument's length does not fit the model)."""
     mi = md.view(np.int64)      # the model's integer entries (layout.py)
     nb = mi[H_NB]
+    nv = mi[H_NV]
+    offs = region_offsets(nb, mi[H_NVF], mi[H_NMIM])
+    if (q.shape[0] != mi[H_NQ] or out.shape[0] != nv or (use_v and v.shape[0] != nv)
+            or (use_a and a.shape[0] != nv) or ws.shape[0] < offs[R_END]
+            or (fext.shape[0] != 0 and (fext.shape[0] != nb or fext.shape[1] != 6))):
+        return BAD_SHAPE
     if not all_finite(q):
         return BAD_Q
     if use_v and not all_finite(v):
@@ -97,7 +107,6 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
         for i in range(nb):
             if not all_finite(fext[i]):
                 return BAD_FEXT
-    offs = region_offsets(nb, mi[H_NVF], mi[H_NMIM])
     oR = offs[R_RNEA]
     oW = offs[R_WORLD]
     t = offs[R_TMP]                # scratch: I v at t, X* fext at t + 6
