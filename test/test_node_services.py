@@ -351,10 +351,15 @@ def test_stream_keeps_flowing_during_10k_trajectory(client, qos, request):
     timing bounds here: those are in test_stream_latency_during_10k_trajectory (-m perf).
     The services run in a worker process (default service_process: true)."""
     node = request.getfixturevalue("node" if qos == "best_effort" else "reliable_node")
-    result, sent, msgs, times = stream_during_10k_trajectory(client, node)
-    t0, t1, pairs, n_sent = _during(result, sent, msgs, times)
-    print(f"[{qos}] 10k-point ID call {result['call_s'] * 1e3:.0f} ms; stream during the call: "
-          f"{len(pairs)}/{n_sent} answered")
+    # precondition, not the property: this process's own 500 Hz sender kept pace during the
+    # call (on a loaded 2-core machine it can itself be starved; then measure again)
+    for _attempt in range(3):
+        result, sent, msgs, times = stream_during_10k_trajectory(client, node)
+        t0, t1, pairs, n_sent = _during(result, sent, msgs, times)
+        print(f"[{qos}] 10k-point ID call {result['call_s'] * 1e3:.0f} ms; stream during the call: "
+              f"{len(pairs)}/{n_sent} answered")
+        if n_sent >= 0.8 * result["call_s"] / 0.002:
+            break
     assert result["call_s"] > 0.05  # the query was real work, so the checks mean something
     assert n_sent >= 0.8 * result["call_s"] / 0.002
     assert len(pairs) >= 0.95 * n_sent, (len(pairs), n_sent)
