@@ -15,9 +15,10 @@ nothing measurable on the fast path.
 Single calls with plain arguments (C-contiguous float64 arrays of the right
 lengths) take a fast path that checks nothing in Python: numba's dispatcher
 checks the types, the kernel the lengths (BAD_SHAPE), and anything else is
-converted and checked on the slow path (see ``_plain_arguments_only``).  Read-only, non-contiguous or
-unaligned float64 arrays are copied to plain arrays before a kernel sees
-them, so no call compiles a new numba specialisation after warm-up.
+converted and checked on the slow path (see ``_plain_arguments_only``).
+Read-only, non-contiguous or unaligned float64 arrays are copied to plain
+arrays before a kernel sees them, so no call compiles a new numba
+specialisation after warm-up.
 """
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -114,8 +115,8 @@ def _behaved_inputs(kernel):
     kernel._compile_for_args = _compile_for_args
 
 
-_MD = nbt.Array(nbt.float64, 1, "C")                   # Model.md_k
 _V = nbt.Array(nbt.float64, 1, "C")                    # ws, q, v, a, tau, out
+_MD = _V                                               # Model.md_k: writable too (see Model)
 _M = nbt.Array(nbt.float64, 2, "C")                    # H, the (0, 6) "no f_ext"
 _FAST = {   # the fast paths' kernels and their plain argument types (rnea_k serves the node too)
     rnea_k: (_MD, _V, _V, _V, _V, _V),
@@ -154,10 +155,10 @@ def _first_in_thread(model) -> bool:
 # ----------------------------------------------------------------------------- argument checks
 
 def _plain(x, shape):
-    """True for a float64 ndarray of exactly this shape (compensation_into), where
-    the kernel itself checks the values (NaN/inf) and reports a status.  (The
-    single-call functions check only lengths inline: a Python call costs
-    ~60 ns, ~3 % of a 7-dof gravity call.)"""
+    """True for a float64 ndarray of exactly this shape (compensation_into's
+    arguments), where the kernel itself checks the values (NaN/inf) and reports
+    a status.  (The single-call fast paths check nothing in Python: see
+    ``_plain_arguments_only``.)"""
     return x.__class__ is _ND and x.dtype is _F8 and x.shape == shape
 
 

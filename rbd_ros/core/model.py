@@ -282,13 +282,13 @@ class Model:
         object.__setattr__(self, "_joint_pos", {n: k for k, n in enumerate(self.joint_names)})
         object.__setattr__(self, "_link_pos", {n: k for k, n in enumerate(self.link_names)})
         object.__setattr__(self, "_fext_maps", {})
-        # plain ints and shapes for the argument checks on the hot path
         # md_k: a writable copy of md for the kernels; md: a read-only view of it
         md_k = np.array(self.md, dtype=np.float64)
         md = md_k.view()
         md.setflags(write=False)
         object.__setattr__(self, "md", md)
         object.__setattr__(self, "md_k", md_k)
+        # plain ints and shapes for the hot paths and the argument checks
         mi = self.mi
         object.__setattr__(self, "_nv", int(mi[H_NV]))
         object.__setattr__(self, "_nq", int(mi[H_NQ]))

@@ -138,6 +138,7 @@ from .common import (
     SINGULAR,
     S_column,
     all_finite,
+    fext_fits,
     joint_motion,
 )
 from .rnea import world_placement
@@ -282,7 +283,7 @@ def aba_into(md, ws, q, v, tau, fext, fext_world, out):
     nv = mi[H_NV]
     offs = region_offsets(nb, nvf, nmim)
     if (q.shape[0] != mi[H_NQ] or v.shape[0] != nv or tau.shape[0] != nv or out.shape[0] != nv
-            or ws.shape[0] < offs[R_END] or (fext.shape[0] != 0 and (fext.shape[0] != nb or fext.shape[1] != 6))):
+            or ws.shape[0] < offs[R_END] or not fext_fits(fext, nb)):
         return BAD_SHAPE
     if not all_finite(q):
         return BAD_Q

@@ -32,6 +32,12 @@ def all_finite(x):
 
 
 @njit(**INLINE)
+def fext_fits(fext, nb):
+    """``fext`` is none, (0, 6), or one wrench per body, (nb, 6)."""
+    return fext.shape[0] == 0 or (fext.shape[0] == nb and fext.shape[1] == 6)
+
+
+@njit(**INLINE)
 def finite_result(status, out):
     """The public kernels' status: BAD_RESULT if the call succeeded but ``out``
     (1-D or C-contiguous 2-D) is not finite (extreme arguments overflowed)."""

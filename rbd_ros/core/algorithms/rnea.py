@@ -53,7 +53,7 @@ from ..layout import (
     world_slot,
 )
 from ..spatial import INLINE, JIT, cross_force_add, inertia_mul, x_force, x_motion, xT_force_add
-from .common import BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_RESULT, BAD_SHAPE, BAD_V, OK, all_finite
+from .common import BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_RESULT, BAD_SHAPE, BAD_V, OK, all_finite, fext_fits
 
 
 @njit(**INLINE)
@@ -93,8 +93,7 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
     nv = mi[H_NV]
     offs = region_offsets(nb, mi[H_NVF], mi[H_NMIM])
     if (q.shape[0] != mi[H_NQ] or out.shape[0] != nv or (use_v and v.shape[0] != nv)
-            or (use_a and a.shape[0] != nv) or ws.shape[0] < offs[R_END]
-            or (fext.shape[0] != 0 and (fext.shape[0] != nb or fext.shape[1] != 6))):
+            or (use_a and a.shape[0] != nv) or ws.shape[0] < offs[R_END] or not fext_fits(fext, nb)):
         return BAD_SHAPE
     if not all_finite(q):
         return BAD_Q
