@@ -9,30 +9,28 @@ ROS-free; depends on numpy, numba and urdf-parser-py only.
     H = rbd.crba(model, q)                             # joint-space inertia
     qdd = rbd.forward_dynamics(model, q, v, tau)       # CRBA + LᵀDL
     qdd = rbd.aba(model, q, v, tau)                    # articulated-body algorithm
+    rbd.rnea_into(model, q, v, a, out)                 # every algorithm: an allocation-free _into form
     rbd.compensation_into(model, q, v, dofs, g, b, H)  # g, b, H for a control loop, one call
     tau_f = rbd.friction(model, v)                     # URDF joint friction (opt-in term)
     model2 = model.with_payload("tool", 0.5, [0, 0, 0.05], [1e-3, 0, 0, 1e-3, 0, 1e-3])
     model3 = model.with_armature({"joint1": 0.1})      # rotor inertia per DOF
+    model.tree                                         # the kinematic tree, named (KinematicTree)
 
-Conventions: see the README (joint order, free-flyer layout, wrench frames, SI units).
+The algorithms are declared in ``registry.py``; their public functions are made
+from it (``api.py``).  Conventions: see the README (joint order, free-flyer
+layout, wrench frames, SI units).
 """
-from .dynamics import (
-                       FEXT_FRAMES,
-                       aba,
-                       bias,
-                       compensation_into,
-                       coriolis_matrix,
-                       crba,
-                       dof_indices,
-                       forward_dynamics,
-                       gravity,
-                       ltdl,
-                       ltdl_solve,
-                       ltdl_unpack,
-                       rnea,
-)
+from . import api as _api
+from .api import FEXT_FRAMES
+from .control_loop import compensation_into, dof_indices
+from .linalg import ltdl, ltdl_solve, ltdl_unpack
 from .model import Model, ModelError
+from .registry import ALGORITHMS as _ALGORITHMS
+from .registry import OTHER_KERNELS as _OTHER_KERNELS
 from .robot_terms import friction
 
-__all__ = ["Model", "ModelError", "rnea", "gravity", "bias", "coriolis_matrix", "crba", "forward_dynamics", "aba",
-           "ltdl", "ltdl_solve", "ltdl_unpack", "compensation_into", "dof_indices", "FEXT_FRAMES", "friction"]
+_public = _api.build(_ALGORITHMS, [k for ks in _OTHER_KERNELS.values() for k in ks])
+globals().update(_public)
+
+__all__ = ["Model", "ModelError", "ltdl", "ltdl_solve", "ltdl_unpack", "compensation_into", "dof_indices",
+           "FEXT_FRAMES", "friction", *_public]

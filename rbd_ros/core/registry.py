@@ -1,0 +1,178 @@
+"""The kernel registry: every algorithm of rbd_ros.core declared once.
+
+An entry names the public function, its compiled kernels, the arguments and
+the result's shape, the workspace regions the kernel writes, the numpy twin
+(``reference/``) that documents and checks it, and how to warm it up.  From
+the registry follow:
+
+* the public functions ``rbd.<name>`` and ``rbd.<name>_into`` (``api.py``:
+  one fast-path template, one checked path);
+* the guards that keep numba from compiling a second specialisation
+  (``_numba_compat``): the plain argument types are derived from the entry;
+* ahead-of-time compilation (``rbd_precompile``) and the node's warm-up;
+* the parametrised tests (``test/test_core_registry.py``: twin agreement,
+  argument errors, byte order, odd arrays, regions written, no model write).
+
+To add an algorithm: its kernel file in ``algorithms/``, its twin in
+``reference/``, an entry below, an oracle test (ARCHITECTURE.md).
+
+Kernel calling conventions (``st`` an int status, ``common.OK`` = 0):
+
+* ``kernel(md, ws, *inputs, *fast_extra, out) -> st`` (one state);
+* ``fext_kernel(md, ws, *inputs, fe, fe_world, out) -> st`` (entries with
+  ``fext``: per-body wrenches (nb, 6), ``fe_world`` a bool);
+* ``batch(md, *INPUTS, [FE, fe_world,] OUT, status, start, stop)`` (rows
+  start..stop-1 of (N, ...) arrays; None: the kernel is called row by row);
+* ``fallback(md, ws, *inputs, fe, fe_world, out) -> st``: called where the
+  kernel returns SINGULAR.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import typeof
+from numba.core import types as nbt
+
+from . import reference as ref
+from .algorithms import aba as _aba
+from .algorithms import compensation as _comp
+from .algorithms import coriolis as _cor
+from .algorithms import crba as _crba
+from .algorithms import forward_dynamics as _fd
+from .algorithms import ltdl as _ltdl
+from .algorithms import rnea as _rnea
+
+_NO_FEXT = np.zeros((0, 6))
+_NO_FEXT3 = np.zeros((0, 0, 6))
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """One public function of rbd_ros.core and the kernels behind it."""
+    name: str                      # rbd.<name>, rbd.<name>_into
+    doc: str                       # the public function's docstring
+    kernel: object                 # numba dispatcher, one state (see the module docstring)
+    inputs: tuple                  # argument names: "q" (nq numbers) or v-sized ("v", "a", "tau")
+    out: tuple                     # the result's shape: ints and "nv" / "nq", e.g. ("nv",), (6, "nv")
+    twin: object                   # reference twin: twin(model, *inputs[, f_ext, f_ext_frame])
+    regions: tuple                 # workspace regions the kernel writes (layout.SLOTS keys and "mat", "vec")
+    batch: object = None           # batch kernel or adapter, None: row by row
+    fext: bool = False             # takes f_ext, f_ext_frame
+    fext_kernel: object = None     # one state with f_ext
+    fast_extra: tuple = ()         # kernel arguments after the inputs on a call without f_ext
+    fallback: object = None        # where the kernel returns SINGULAR
+    third: str = "a"               # the argument a BAD_A status names
+    group: int = 0                 # rbd_precompile: process 0 or 1
+    public: object = None          # a hand-written public function instead of the generated one
+    warm: object = None            # warm(model): run every kernel once (default: the public function)
+    kernels: tuple = field(default=())  # every dispatcher the entry compiles (default: kernel, batch, ...)
+
+    def out_shape(self, model) -> tuple:
+        """The result's shape for ``model``."""
+        return tuple(model.nv if s == "nv" else model.nq if s == "nq" else int(s) for s in self.out)
+
+    def plain_types(self) -> tuple:
+        """The numba types of the fast path's kernel call (what its guard admits)."""
+        v = nbt.Array(nbt.float64, 1, "C")
+        out = nbt.Array(nbt.float64, len(self.out), "C")
+        return (v, v) + (v,) * len(self.inputs) + tuple(typeof(x) for x in self.fast_extra) + (out,)
+
+    def dispatchers(self) -> tuple:
+        """Every numba dispatcher this entry runs."""
+        found = [self.kernel, self.fext_kernel, self.batch, self.fallback, *self.kernels]
+        return tuple(dict.fromkeys(k for k in found if hasattr(k, "signatures")))
+
+
+# ----------------------------------------------------------------------------- adapters
+# (thin Python functions that give a shared kernel an entry's calling convention;
+# flags are plain Python bools: numba types them as ``boolean``, one specialisation)
+
+def _rnea_fext(md, ws, q, v, a, fe, world, out):
+    return _rnea.rnea_into(md, ws, q, v, a, fe, world, True, True, out)
+
+
+def _rnea_batch(md, Q, V, A, FE, world, OUT, status, start, stop):
+    _rnea.rnea_batch_k(md, Q, V, A, FE, world, True, True, OUT, status, start, stop)
+
+
+def _gravity_batch(md, Q, OUT, status, start, stop):
+    _rnea.rnea_batch_k(md, Q, Q, Q, _NO_FEXT3, False, False, False, OUT, status, start, stop)
+
+
+def _bias_batch(md, Q, V, OUT, status, start, stop):
+    _rnea.rnea_batch_k(md, Q, V, V, _NO_FEXT3, False, True, False, OUT, status, start, stop)
+
+
+# ----------------------------------------------------------------------------- the registry
+
+ALGORITHMS = [
+    Algorithm(
+        name="rnea", inputs=("q", "v", "a"), out=("nv",),
+        kernel=_rnea.rnea_k, fext=True, fext_kernel=_rnea_fext, batch=_rnea_batch,
+        kernels=(_rnea.rnea_into, _rnea.rnea_batch_k), twin=ref.rnea, regions=("rnea", "world"),
+        doc="""Inverse dynamics tau = H(q) a + C(q, v) v + g(q) - J^T f_ext (RNEA).
+
+        ``f_ext``: wrenches applied *on* the links by the environment, shape
+        (len(model.link_names), 6), rows [fx fy fz tx ty tz], or a dict
+        {link: wrench}.  ``f_ext_frame="local"``: each in its link's frame, moment
+        about the link origin; ``"world"``: world axes, moment about the world
+        origin."""),
+    Algorithm(
+        name="gravity", inputs=("q",), out=("nv",),
+        kernel=_rnea.gravity_k, batch=_gravity_batch, kernels=(_rnea.rnea_batch_k,),
+        twin=ref.gravity, regions=("rnea",),
+        doc="Generalised gravity g(q) = rnea(q, 0, 0)."),
+    Algorithm(
+        name="bias", inputs=("q", "v"), out=("nv",),
+        kernel=_rnea.bias_k, batch=_bias_batch, kernels=(_rnea.rnea_batch_k,),
+        twin=ref.bias, regions=("rnea",),
+        doc="Bias forces C(q, v) v + g(q) = rnea(q, v, 0)."),
+    Algorithm(
+        name="crba", inputs=("q",), out=("nv", "nv"),
+        kernel=_crba.crba_k, batch=_crba.crba_batch_k, twin=ref.crba, regions=("rnea", "world", "ic", "crba"),
+        doc="Joint-space inertia matrix H(q) (symmetric, full), CRBA."),
+    Algorithm(
+        name="forward_dynamics", inputs=("q", "v", "tau"), out=("nv",), third="tau",
+        kernel=_fd.forward_dynamics_k, fast_extra=(_NO_FEXT, False), fext=True,
+        fext_kernel=_fd.forward_dynamics_k, batch=_fd.forward_dynamics_batch_k, group=1,
+        twin=ref.forward_dynamics, regions=("rnea", "world", "ic", "crba", "mat"),
+        doc="""Joint accelerations qdd = H^-1 (tau - b(q, v, f_ext)) via CRBA and the
+        sparse LᵀDL factorisation.  ``f_ext`` as in :func:`rnea`.  A singular H
+        (a pivot d_k <= 1e-10 H_kk, e.g. a joint that moves no mass) raises
+        ValueError."""),
+    Algorithm(
+        name="aba", inputs=("q", "v", "tau"), out=("nv",), third="tau",
+        kernel=_aba.aba_k, fast_extra=(_NO_FEXT, False), fext=True, fext_kernel=_aba.aba_k,
+        batch=_aba.aba_batch_k, fallback=_fd.forward_dynamics_k, group=1, twin=ref.aba,
+        regions=("rnea", "world", "aba", "vec", "y", "k"),
+        doc="""Joint accelerations by the articulated-body algorithm (same result as
+        :func:`forward_dynamics`; mimic joints handled as constraints; where an
+        articulated inertia is nearly singular the kernel falls back to CRBA +
+        LᵀDL, see ``algorithms/aba.py``)."""),
+    Algorithm(
+        name="coriolis_matrix", inputs=("q", "v"), out=("nv", "nv"),
+        kernel=_cor.coriolis_k, twin=ref.coriolis_matrix, regions=("rnea", "world", "cor"),
+        doc="""Coriolis matrix C(q, v) with C v = bias - gravity and Hdot - 2C skew-symmetric
+        (the Christoffel-symbol factorisation)."""),
+]
+
+# kernels behind hand-written public functions (control_loop.py, linalg.py): warmed up
+# and guarded like the rest
+OTHER_KERNELS = {
+    "compensation_into": (_comp.compensation_k,),
+    "ltdl": (_ltdl.ltdl_k,),
+    "ltdl_solve": (_ltdl.ltdl_solve_k,),
+}
+
+BY_NAME = {e.name: e for e in ALGORITHMS}
+
+
+def kernels_of(names) -> tuple:
+    """Every numba dispatcher behind the public functions ``names`` (``<name>_into``
+    counts as ``<name>``)."""
+    out = []
+    for n in names:
+        n = n[:-5] if n.endswith("_into") and n[:-5] in BY_NAME else n
+        out += BY_NAME[n].dispatchers() if n in BY_NAME else OTHER_KERNELS[n]
+    return tuple(dict.fromkeys(out))

@@ -1,0 +1,104 @@
+"""numba's private API as rbd_ros.core uses it (``rbd_ros/core/_numba_compat.py``,
+the only module that touches it): if numba changes any of it, these tests fail
+and say which numba version did it.  The supported numba range (setup.py) is
+the range these tests have passed on."""
+import os
+import re
+import subprocess
+import sys
+
+import numba
+import numpy as np
+import pytest
+from numba import njit
+
+from rbd_ros.core import _numba_compat as nbc
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WHO = f"numba {numba.__version__} changed an internal rbd_ros.core relies on (rbd_ros/core/_numba_compat.py)"
+
+
+def test_compile_for_args_is_what_the_dispatcher_calls_when_nothing_matches():
+    @njit(cache=False)
+    def f(x):
+        return x + 1.0
+
+    assert callable(getattr(f, "_compile_for_args", None)), WHO
+    seen = []
+    orig = f._compile_for_args
+
+    def spy(*args, **kws):
+        seen.append(args)
+        return orig(*args, **kws)
+
+    f._compile_for_args = spy
+    assert f(1.0) == 2.0 and len(seen) == 1, WHO        # compiled through it
+    assert f(2.0) == 3.0 and len(seen) == 1, WHO        # the compiled signature: not called
+    with pytest.raises(nbc.NotPlain):
+        nbc.plain_arguments_only(f, ())                 # a guard on a compiled kernel
+        f(np.zeros(2))
+    assert len(f.signatures) == 1, WHO
+
+
+def test_disk_cache_index_is_readable():
+    from rbd_ros.core.algorithms.rnea import rnea_k
+    assert hasattr(rnea_k, "_cache") and hasattr(rnea_k._cache, "_cache_file"), WHO
+    assert callable(getattr(rnea_k._cache._cache_file, "_load_index", None)), WHO
+    assert nbc.cached_on_disk(rnea_k), WHO + " (or the kernels are not precompiled: run rbd_precompile)"
+
+    @njit(cache=False)
+    def g(x):
+        return x
+
+    assert not nbc.cached_on_disk(g) and nbc.will_compile([g])
+    g(1.0)
+    assert not nbc.will_compile([g])
+
+
+CLAIM = r"""
+import json, sys
+import numpy as np
+first = sys.argv[1]
+if first == "unaligned":
+    from numba import njit
+    @njit
+    def f(x):
+        return x.size
+    for shape in ((3,), (2, 3), (2, 2, 3)):
+        f(np.frombuffer(bytearray(b"\0" + np.zeros(shape).tobytes()), np.float64, offset=1).reshape(shape))
+from rbd_ros.core import _numba_compat as nbc
+safe = nbc.claim_array_typecodes()
+ran = []
+for shape in ((3,), (2, 3), (2, 2, 3)):
+    try:
+        nbc._probe(np.ones(shape).astype(">f8" if np.little_endian else "<f8"))
+        ran.append(shape)
+    except nbc.NotPlain:
+        pass
+print(json.dumps({"safe": safe, "swapped_ran": len(ran)}))
+"""
+
+
+@pytest.mark.parametrize("first", ["nothing", "unaligned"])
+def test_array_typecode_cache_behaves_as_the_claim_assumes(first):
+    """Fresh processes: with nothing before it, the claim makes byte-swapped arrays
+    miss the plain signatures; after foreign code passed unaligned arrays first,
+    byte-swapped arrays are typed plain (numba's shared typecode entry) and the
+    claim reports it.  Either outcome changing means numba's typecode cache changed."""
+    import json
+    p = subprocess.run([sys.executable, "-c", CLAIM, first], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    if first == "nothing":
+        assert r == {"safe": True, "swapped_ran": 0}, WHO
+    else:
+        assert r == {"safe": False, "swapped_ran": 3}, WHO
+
+
+def test_installed_numba_is_in_the_supported_range():
+    with open(os.path.join(ROOT, "setup.py")) as f:
+        spec = re.search(r'"numba(>=[0-9.]+,<[0-9.]+)"', f.read())
+    assert spec, "setup.py pins numba to a range: numba>=A,<B"
+    lo, hi = (tuple(int(x) for x in s.split(".")) for s in re.findall(r"[0-9.]+", spec.group(1)))
+    have = tuple(int(x) for x in re.match(r"(\d+)\.(\d+)", numba.__version__).groups())
+    assert lo[:2] <= have < hi[:2], f"numba {numba.__version__} outside the supported {spec.group(1)}"
