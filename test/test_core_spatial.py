@@ -293,12 +293,8 @@ def brute_force_fill(model, seed=0):
 def test_dof_elimination_tree_against_brute_force(seed, n, fb, nmim):
     m = rbd.Model.from_urdf(random_tree_urdf(seed, n, types=ALL_TYPES, mimic=nmim, massless_root=False),
                             floating_base=fb)
-    md, mi = m.md, m.mi
-    o = int(mi[layout.H_OFF_BODY])
-    rows = md[o:o + m.nbodies * layout.NCOL].reshape(m.nbodies, layout.NCOL).copy()
-    for c in layout.INT_COLS:        # dof_elimination_tree reads builder rows: integers as floats
-        rows[:, c] = mi[o:o + m.nbodies * layout.NCOL].reshape(m.nbodies, layout.NCOL)[:, c]
-    lam = np.asarray(dof_elimination_tree(list(rows), m.nv), dtype=int)
+    mi = m.mi
+    lam = np.asarray(dof_elimination_tree(m.tree), dtype=int)
     assert np.array_equal(lam, elimination_tree(h_pattern(m)))
     # every fill-in entry of L lies on the row's ancestor chain, and the
     # nearest one is λ(k): what the sparse LᵀDL relies on

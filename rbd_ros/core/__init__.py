@@ -22,12 +22,11 @@ layout, wrench frames, SI units).
 """
 from . import api as _api
 from .api import FEXT_FRAMES
-from .control_loop import compensation_into, dof_indices
+from .control_loop import compensation_into, dof_indices, friction
 from .linalg import ltdl, ltdl_solve, ltdl_unpack
 from .model import Model, ModelError
 from .registry import ALGORITHMS as _ALGORITHMS
 from .registry import OTHER_KERNELS as _OTHER_KERNELS
-from .robot_terms import friction
 
 _public = _api.build(_ALGORITHMS, [k for ks in _OTHER_KERNELS.values() for k in ks])
 globals().update(_public)

@@ -1,11 +1,13 @@
-"""g, b and H for a control loop in one compiled call (public, hand-written: its
-arguments are preallocated outputs in the caller's DOF order).  The kernel is
-``algorithms/compensation.py``'s, registered in ``registry.OTHER_KERNELS``."""
+"""The control-loop API (public, hand-written): g, b and H in one compiled call
+into preallocated outputs in the caller's DOF order (the kernel is
+``algorithms/compensation.py``'s, registered in ``registry.OTHER_KERNELS``), and
+the URDF joint friction law."""
 import numpy as np
 
 from .algorithms.common import BAD_DOFS
 from .algorithms.compensation import compensation_k
-from .api import check, describe, not_model, out_array, vec
+from .api import check, convert, describe, not_model, out_array, vec
+from .checks import real_number
 
 _F8 = np.dtype(np.float64)
 _ND = np.ndarray
@@ -63,3 +65,34 @@ def compensation_into(model, q, v, dofs, g, b=None, H=None):
         if st == BAD_DOFS:
             dof_indices(model, dofs)        # raises, naming the first bad index
         check(st, "v", args=(("q", q), ("v", v)))
+
+
+def friction(model, v, velocity_eps=1e-3):
+    """Joint friction torques τ_f = damping · q̇ + friction · tanh(q̇ / velocity_eps).
+
+    ``damping`` (viscous, N·m·s/rad or N·s/m) and ``friction`` (Coulomb, N·m
+    or N) are the URDF's ``<dynamics>`` values (``model.damping``,
+    ``model.friction``).  The Coulomb term is smoothed: tanh(q̇ / eps) instead
+    of sign(q̇), so it is continuous through q̇ = 0 and reaches 76 % of its
+    magnitude at |q̇| = eps (rad/s or m/s), 99.9 % at 4 eps.  ``v``: (nv,) or
+    an (N, nv) batch.  The torque *opposes* motion as seen by the motor: add it
+    to the inverse-dynamics torque to compensate friction.  Not part of
+    :func:`rnea` or :func:`bias`.  Raises ValueError naming a bad argument, or
+    "v: the result is not finite" when v is so large that τ_f overflows."""
+    not_model(model)
+    nv = model.nv
+    eps = real_number(velocity_eps, "velocity_eps", "a number > 0 (rad/s)")
+    if not (np.isfinite(eps) and eps > 0):
+        raise ValueError(f"velocity_eps: expected a finite number > 0 (rad/s), got {eps}")
+    x = convert(v, "v", f"{nv} numbers (or an (N, {nv}) batch)")
+    if x.shape[-1:] != (nv,) or x.ndim > 2:
+        raise ValueError(f"v: expected shape ({nv},) or (N, {nv}), got {describe(x)}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("v: expected finite numbers, got NaN or inf")
+    with np.errstate(over="ignore", invalid="ignore"):
+        tau = model.damping * x + model.friction * np.tanh(x / eps)
+    if not np.all(np.isfinite(tau)):
+        big = float(np.max(np.abs(x)))
+        raise ValueError(f"v: the result is not finite: the v values (up to {big:.3g} in magnitude) are too "
+                         "large for this model's damping (overflow)")
+    return tau

@@ -1,14 +1,11 @@
 """The immutable kinematic-tree Model.
 
-This module holds the data class only; the flat model vector it wraps is
-assembled by :mod:`rbd_ros.core.builder` from what :mod:`rbd_ros.core.urdf`
-parses.  ``urdf`` imports this module; this module imports ``urdf`` only
-inside :meth:`Model.from_urdf`, so there is no import cycle at module level.
-
-A Model is constant data (Pinocchio's Model/Data split): flat read-only
-arrays plus names.  Per-thread workspaces (the "Data") are created lazily and
-reused, so calls from several threads never share scratch memory and a call
-allocates nothing but its result.
+A Model is constant data (Pinocchio's Model/Data split): its kinematic tree
+(``model.tree``, :mod:`rbd_ros.core.tree`), names, joint terms, and the flat
+read-only vector the compiled kernels read (``md``, packed from the tree by
+:mod:`rbd_ros.core.builder`).  Per-thread workspaces (the "Data") are created
+lazily and reused, so calls from several threads never share scratch memory
+and a call allocates nothing but its result.
 """
 import difflib
 import threading
@@ -17,23 +14,12 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .layout import H_GRAV, H_NB, H_NQ, H_NV, H_OFF_ARM, workspace_size
+from . import builder, urdf
+from .errors import BOUNDS, ModelError
+from .layout import H_NB, H_NQ, H_NV, workspace_size
+from .robot_terms import add_payloads, armature_vector, check_payload
 
-GRAVITY_BOUND = 1e4      # |gravity| per component (m/s^2), see urdf.BOUNDS
-
-
-class ModelError(ValueError):
-    """The robot description cannot be turned into a model (names the link or joint)."""
-
-
-@dataclass(frozen=True)
-class LinkInfo:
-    """Where a URDF link sits: the elementary body it is rigidly attached to
-    (-1: the world) and the transform from that body's frame to the link frame
-    (rotation R: link axes -> body axes, p: link origin in body coordinates)."""
-    body: int
-    R: np.ndarray
-    p: np.ndarray
+__all__ = ["Model", "ModelError"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,6 +29,8 @@ class Model:
     Build one with :meth:`Model.from_urdf`.  Attributes:
 
     ``name``            robot name
+    ``tree``            the kinematic tree by body: parents, joints, placements,
+                        inertias, indices (:class:`~rbd_ros.core.tree.KinematicTree`)
     ``nq``, ``nv``      sizes of q and v
     ``joint_names``     DOF-owning joints in model order (depth first from the
                         root, children in URDF order); the free-flyer added by
@@ -71,14 +59,14 @@ class Model:
     ``md_k``            the same memory as ``md`` as the kernels take it: typed
                         writable, because numba's dispatcher types a read-only
                         array ~50 ns slower per call; no kernel writes it
-                        (test_core_trust checks)
+                        (test_core_registry checks)
 
     Joint terms of a planar or floating joint (and of the free-flyer) are 0
     (damping, friction) or inf (limits): URDF gives them for one-axis joints
     only.  The arrays are read-only.
     """
     name: str
-    md: np.ndarray = field(repr=False)
+    tree: object = field(repr=False)
     joint_names: tuple
     joint_types: tuple
     joint_nq: tuple
@@ -86,7 +74,6 @@ class Model:
     idx_q: tuple
     idx_v: tuple
     link_names: tuple
-    links: tuple = field(repr=False)          # LinkInfo per link_names entry
     mimic_joints: dict = field(repr=False)
     mass: float = 0.0
     damping: np.ndarray = field(default=None, repr=False)
@@ -95,13 +82,15 @@ class Model:
     velocity_limit: np.ndarray = field(default=None, repr=False)
     position_limit: np.ndarray = field(default=None, repr=False)
     payloads: dict = field(default=None, repr=False)
-    base_md: np.ndarray = field(default=None, repr=False)      # md without the payloads
-    base_mass: float = field(default=None, repr=False)         # mass without the payloads
+    base_tree: object = field(default=None, repr=False)      # the tree without the payloads
+    base_mass: float = field(default=None, repr=False)       # mass without the payloads
+    _topology: object = field(default=None, repr=False)      # builder.Topology (structure only)
     _tls: threading.local = field(default_factory=threading.local, repr=False, compare=False)
 
     # ---------------------------------------------------------------- build
     @classmethod
-    def from_urdf(cls, urdf, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81), armature=None):
+    def from_urdf(cls, urdf_text_or_path, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81),
+                  armature=None):
         """Build a model from URDF XML text or a path to a URDF file.
 
         ``floating_base``: add a free-flyer root joint (Pinocchio's layout:
@@ -111,13 +100,14 @@ class Model:
         ``gravity``: gravity vector in the world (root link) frame.
         ``armature``: per-DOF rotor inertia, see :meth:`with_armature` (None: zero).
         Raises :class:`ModelError` naming the offending link or joint, also
-        for a non-finite number or one beyond ``rbd_ros.core.urdf.BOUNDS``
+        for a non-finite number or one beyond ``rbd_ros.core.errors.BOUNDS``
         (|xyz| <= 1e6 m, |rpy| <= 1e6 rad, mass <= 1e9 kg, |inertia| <= 1e12
         kg m², |mimic multiplier|, |offset| <= 1e6, |gravity| <= 1e4 m/s² per
-        component), and for ``floating_base=True`` with a URDF joint named
-        ``root_joint`` (the free-flyer's name)."""
-        from .urdf import build_model
-        model = build_model(urdf, floating_base=bool(floating_base), mimic=bool(mimic), gravity=gravity)
+        component, damping and friction <= 1e9), and for ``floating_base=True``
+        with a URDF joint named ``root_joint`` (the free-flyer's name)."""
+        parts = urdf.parse(urdf_text_or_path, floating_base=bool(floating_base), mimic=bool(mimic),
+                           gravity=gravity)
+        model = cls(**parts)
         return model if armature is None else model.with_armature(armature)
 
     # ---------------------------------------------------------------- sizes
@@ -141,7 +131,12 @@ class Model:
 
     @property
     def gravity(self):
-        return self.md[H_GRAV:H_GRAV + 3].copy()
+        return self.tree.gravity.copy()
+
+    @property
+    def links(self):
+        """Per link (``link_names`` order): its body and placement (``tree.links``)."""
+        return self.tree.links
 
     # ---------------------------------------------------------------- lookup
     def _joint(self, name):
@@ -178,18 +173,15 @@ class Model:
                 q[i + 6] = 1.0
         return q
 
+    # ---------------------------------------------------------------- derived models
     def with_gravity(self, gravity):
         """A copy of this model with another gravity vector (cheap)."""
-        md = self.base_md.copy()
-        md[H_GRAV:H_GRAV + 3] = _vector3(gravity, "gravity")
-        return self._derive(md, self.payloads)
+        return self._derive(self.base_tree.replace(gravity=_vector3(gravity, "gravity")), self.payloads)
 
-    # ---------------------------------------------------------------- robot terms
     @property
     def armature(self):
-        """(nv,) rotor inertia reflected to each DOF (read-only view)."""
-        o = int(self.mi[H_OFF_ARM])
-        return self.md[o:o + self._nv]
+        """(nv,) rotor inertia reflected to each DOF (read-only)."""
+        return self.tree.armature
 
     def with_armature(self, armature):
         """A copy of this model with another per-DOF armature (cheap).
@@ -198,35 +190,31 @@ class Model:
         (joints not named get 0; a planar joint's value applies to its three
         DOFs).  Values are the motor rotor inertia reflected to the joint,
         I_rotor · gear_ratio² (kg·m² for revolute DOFs, kg for prismatic ones),
-        finite and ≥ 0.  Same meaning as Pinocchio's ``model.armature``: it adds
-        ``diag(armature)`` to H, so ``armature · qdd`` to the RNEA torque and to
-        forward dynamics / ABA; gravity and bias torques are unaffected.  A mimic
-        joint is no DOF: its master's value is the one that counts.  The
-        free-flyer and floating joints take no armature (ValueError)."""
-        from .robot_terms import armature_vector
-        arm = armature_vector(self, armature)
-        md = self.base_md.copy()
-        o = int(self.mi[H_OFF_ARM])
-        md[o:o + self._nv] = arm
-        return self._derive(md, self.payloads)
+        finite, ≥ 0 and ≤ ``BOUNDS["armature"]``.  Same meaning as Pinocchio's
+        ``model.armature``: it adds ``diag(armature)`` to H, so ``armature · qdd``
+        to the RNEA torque and to forward dynamics / ABA; gravity and bias torques
+        are unaffected.  A mimic joint is no DOF: its master's value is the one
+        that counts.  The free-flyer and floating joints take no armature
+        (ValueError)."""
+        return self._derive(self.base_tree.replace(armature=armature_vector(self, armature)), self.payloads)
 
     def with_payload(self, link, mass, com, inertia):
         """A copy of this model with a rigid payload attached to URDF link ``link``.
 
         ``mass`` in kg (≥ 0), ``com`` the payload's centre of mass in the link
         frame (m), ``inertia`` its rotational inertia about ``com`` in the link
-        axes (kg·m²): a 3×3 matrix or the 6 values ixx ixy ixz iyy iyz izz.
+        axes (kg·m²): a 3×3 matrix or the 6 values ixx ixy ixz iyy iyz izz;
+        within ``BOUNDS`` (mass, length, inertia) like a URDF link's.
         Payloads on different links add up; a second payload on the same link
         *replaces* the first.  A link merged by a fixed joint works (the payload
         lands on the moving body it hangs from, with the fixed transform).  A
         payload on a link fixed to the world changes no torque but counts in
         ``mass``.  Cheap: the URDF is not parsed again.  Raises ValueError
         naming the bad field (unknown links: with the closest link names)."""
-        from .robot_terms import check_payload
         entry = check_payload(self, link, mass, com, inertia)
         payloads = dict(self.payloads)
         payloads[link] = entry
-        return self._derive(self.base_md, payloads)
+        return self._derive(self.base_tree, payloads)
 
     def without_payload(self, link):
         """A copy of this model without the payload on ``link``: its numbers are
@@ -236,17 +224,14 @@ class Model:
             raise ValueError(f"link: {link!r} carries no payload (payloads are on {sorted(self.payloads)})")
         payloads = dict(self.payloads)
         del payloads[link]
-        return self._derive(self.base_md, payloads)
+        return self._derive(self.base_tree, payloads)
 
-    def _derive(self, base_md, payloads):
-        """A model sharing everything with this one but the payload-free data
-        ``base_md`` and ``payloads``."""
-        from .robot_terms import add_payloads
-        if base_md.flags.writeable:
-            base_md.setflags(write=False)
-        md = add_payloads(self, base_md, payloads)
+    def _derive(self, base_tree, payloads):
+        """A model sharing everything with this one but the payload-free tree
+        ``base_tree`` (same structure) and ``payloads``."""
         mass = self.base_mass + sum(p[0] for p in payloads.values())
-        return replace(self, md=md, base_md=base_md, payloads=payloads, mass=mass, _tls=threading.local())
+        return replace(self, tree=add_payloads(base_tree, payloads), base_tree=base_tree, payloads=payloads,
+                       mass=mass, _tls=threading.local())
 
     def fext_map(self, frame):
         """Matrix taking per-link wrenches (rows [f; tau], ``link_names`` order,
@@ -282,8 +267,10 @@ class Model:
         object.__setattr__(self, "_joint_pos", {n: k for k, n in enumerate(self.joint_names)})
         object.__setattr__(self, "_link_pos", {n: k for k, n in enumerate(self.link_names)})
         object.__setattr__(self, "_fext_maps", {})
-        # md_k: a writable copy of md for the kernels; md: a read-only view of it
-        md_k = np.array(self.md, dtype=np.float64)
+        if self._topology is None:
+            object.__setattr__(self, "_topology", builder.topology(self.tree))
+        # md_k: the packed vector the kernels take; md: a read-only view of it
+        md_k = np.array(builder.pack(self.tree, self._topology), dtype=np.float64)
         md = md_k.view()
         md.setflags(write=False)
         object.__setattr__(self, "md", md)
@@ -306,13 +293,12 @@ class Model:
                     x[:, 0] = -np.inf
             elif not (isinstance(x, np.ndarray) and not x.flags.writeable):
                 x = np.array(x, dtype=float).reshape(shape)
-                x.setflags(write=False)
             if x.flags.writeable:
                 x.setflags(write=False)
             object.__setattr__(self, name, x)
         object.__setattr__(self, "payloads", MappingProxyType(dict(self.payloads or {})))   # read-only view
-        if self.base_md is None:
-            object.__setattr__(self, "base_md", self.md)
+        if self.base_tree is None:
+            object.__setattr__(self, "base_tree", self.tree)
         if self.base_mass is None:
             object.__setattr__(self, "base_mass", float(self.mass))
 
@@ -330,10 +316,11 @@ class Model:
 
 
 def _vector3(x, name):
+    bound = BOUNDS["gravity"]
     try:
         g = np.asarray(x, dtype=float).reshape(3)
     except (TypeError, ValueError):
         raise ValueError(f"{name}: expected 3 numbers, got {x!r}") from None
-    if not np.all(np.abs(g) <= GRAVITY_BOUND):
-        raise ValueError(f"{name}: expected 3 finite numbers of magnitude <= {GRAVITY_BOUND:g}, got {x!r}")
+    if not np.all(np.abs(g) <= bound):
+        raise ValueError(f"{name}: expected 3 finite numbers of magnitude <= {bound:g}, got {x!r}")
     return g

@@ -1,4 +1,4 @@
-"""URDF -> Model.
+"""URDF -> the parts of a Model (its kinematic tree, names and joint terms).
 
 Parses with urdf-parser-py (its stderr chatter about unknown tags goes to the
 ``rbd_ros.urdf`` logger at DEBUG level), applies the URDF defaults it leaves
@@ -14,10 +14,7 @@ the description and flattens it into elementary bodies:
 * with ``mimic=True`` a mimic joint reads its master's coordinate.
 
 Every number is checked at build time: non-finite values and magnitudes
-beyond ``BOUNDS`` raise :class:`ModelError` naming the element.  The bounds
-are far beyond any real robot and small enough that no in-bounds model can
-overflow inside the algorithms (products such as m |r|^2 |v|^2 stay below
-~1e60 for arguments up to 1e6).
+beyond ``errors.BOUNDS`` raise :class:`ModelError` naming the element.
 """
 import logging
 import os
@@ -25,46 +22,16 @@ import threading
 
 import numpy as np
 
-from .builder import dof_elimination_tree, pack_model_data
-from .joints import FREE, NQ_OF, NV_OF, PRISMATIC, REVOLUTE, planar_basis
-from .layout import (
-    C_AXIS,
-    C_ET,
-    C_FV,
-    C_H,
-    C_IBAR,
-    C_JTYPE,
-    C_MASS,
-    C_MIMIC,
-    C_MULT,
-    C_OFFSET,
-    C_PARENT,
-    C_QI,
-    C_RT,
-    C_SUBEND,
-    C_VI,
-    NCOL,
-)
-from .model import GRAVITY_BOUND, LinkInfo, Model, ModelError
+from .errors import BOUNDS, ModelError
+from .joints import planar_basis
 from .spatial import inertia_about_origin, rpy_to_matrix
+from .tree import NQ_OF_TYPE, NV_OF_TYPE, KinematicTree, LinkPlacement
 
 log = logging.getLogger("rbd_ros.urdf")
 _parser_lock = threading.Lock()
 
-MOVING = {"revolute": REVOLUTE, "continuous": REVOLUTE, "prismatic": PRISMATIC}
+MOVING = {"revolute": "revolute", "continuous": "revolute", "prismatic": "prismatic"}   # URDF type -> body joint type
 KNOWN = {"revolute", "continuous", "prismatic", "fixed", "floating", "planar"}
-
-# Magnitude bounds on the model's numbers (SI units); see the module docstring.
-BOUNDS = {
-    "length": 1e6,        # |x|, |y|, |z| of any <origin> xyz (m)
-    "angle": 1e6,         # |r|, |p|, |y| of any <origin> rpy (rad)
-    "mass": 1e9,          # link mass (kg)
-    "inertia": 1e12,      # |ixx| ... |izz| (kg m^2)
-    "multiplier": 1e6,    # |mimic multiplier|
-    "offset": 1e6,        # |mimic offset| (rad or m)
-    "gravity": GRAVITY_BOUND,   # |gravity| per component (m/s^2)
-}
-
 
 def _bounded(values, bound, what):
     """Raise ModelError ``what`` unless every value is finite and |value| <= BOUNDS[bound]."""
@@ -73,7 +40,7 @@ def _bounded(values, bound, what):
     if not np.all(np.abs(vals) <= lim):       # False for NaN too
         shown = " ".join(f"{x:g}" for x in vals)
         raise ModelError(f"{what}: {shown} is not finite or exceeds the bound {lim:g} "
-                         f"(rbd_ros.core.urdf.BOUNDS[{bound!r}])")
+                         f"(rbd_ros.core.errors.BOUNDS[{bound!r}])")
     return vals
 
 
@@ -244,18 +211,22 @@ def _gravity(g):
     return _bounded(g, "gravity", "gravity")
 
 
-def _row(parent, jtype, R_T, p_T, axis):
-    row = np.zeros(NCOL)
-    row[C_PARENT] = parent
-    row[C_JTYPE] = jtype
-    row[C_MULT] = 1.0
-    row[C_ET:C_ET + 9] = R_T.T.reshape(-1)        # E = R^T (parent coords -> joint frame)
-    row[C_RT:C_RT + 3] = p_T
-    row[C_AXIS:C_AXIS + 3] = axis
-    return row
+class _Body:
+    """One elementary body while the tree is built (``KinematicTree`` holds them as arrays)."""
+    __slots__ = ("parent", "jtype", "joint", "R", "p", "axis", "qi", "vi", "mult", "offset", "mimic",
+                 "mass", "h", "Ibar")
+
+    def __init__(self, parent, jtype, joint, R, p, axis):
+        self.parent, self.jtype, self.joint = parent, jtype, joint
+        self.R, self.p, self.axis = R, p, axis
+        self.qi = self.vi = 0
+        self.mult, self.offset, self.mimic = 1.0, 0.0, False
+        self.mass, self.h, self.Ibar = 0.0, np.zeros(3), np.zeros((3, 3))
 
 
-def build_model(urdf, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81)):
+def parse(urdf, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81)) -> dict:
+    """URDF text or path -> the keyword arguments of ``Model`` (its tree, names and
+    joint terms).  Raises ModelError naming the element."""
     robot = _parse(_read(urdf))
     root, links, joints, children = _tree(robot)
     mimics = _resolve_mimic(joints, mimic)
@@ -264,15 +235,13 @@ def build_model(urdf, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81)
                          "rename the URDF joint or build without floating_base")
     gravity = _gravity(gravity)
 
-    rows = []                 # body table rows
-    body_joint = []           # URDF joint name of each body
+    bodies = []               # elementary bodies, parents first
     link_at = {}              # link -> (body, R, p)
     dof_joints = []           # (name, urdf type, first body)
     I3, z3 = np.eye(3), np.zeros(3)
 
     if floating_base:
-        rows.append(_row(-1, FREE, I3, z3, z3))
-        body_joint.append("root_joint")
+        bodies.append(_Body(-1, "free", "root_joint", I3, z3, z3))
         dof_joints.append(("root_joint", "floating", 0))
         link_at[root] = (0, I3, z3)
     else:
@@ -287,24 +256,21 @@ def build_model(urdf, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81)
         if j.type == "fixed":
             link_at[j.child] = (b, R_bJ, p_bJ)
         elif j.type in MOVING:
-            rows.append(_row(b, MOVING[j.type], R_bJ, p_bJ, _axis(j)))
-            body_joint.append(j.name)
+            bodies.append(_Body(b, MOVING[j.type], j.name, R_bJ, p_bJ, _axis(j)))
             if j.name not in mimics:
-                dof_joints.append((j.name, j.type, len(rows) - 1))
-            link_at[j.child] = (len(rows) - 1, I3, z3)
+                dof_joints.append((j.name, j.type, len(bodies) - 1))
+            link_at[j.child] = (len(bodies) - 1, I3, z3)
         elif j.type == "floating":
-            rows.append(_row(b, FREE, R_bJ, p_bJ, z3))
-            body_joint.append(j.name)
-            dof_joints.append((j.name, "floating", len(rows) - 1))
-            link_at[j.child] = (len(rows) - 1, I3, z3)
+            bodies.append(_Body(b, "free", j.name, R_bJ, p_bJ, z3))
+            dof_joints.append((j.name, "floating", len(bodies) - 1))
+            link_at[j.child] = (len(bodies) - 1, I3, z3)
         else:   # planar: P(e1) -> P(e2) -> R(n), intermediate bodies massless
             n = _axis(j)
             e1, e2 = planar_basis(n)
-            first = len(rows)
-            rows.append(_row(b, PRISMATIC, R_bJ, p_bJ, e1))
-            rows.append(_row(first, PRISMATIC, I3, z3, e2))
-            rows.append(_row(first + 1, REVOLUTE, I3, z3, n))
-            body_joint += [j.name] * 3
+            first = len(bodies)
+            bodies.append(_Body(b, "prismatic", j.name, R_bJ, p_bJ, e1))
+            bodies.append(_Body(first, "prismatic", j.name, I3, z3, e2))
+            bodies.append(_Body(first + 1, "revolute", j.name, I3, z3, n))
             dof_joints.append((j.name, "planar", first))
             link_at[j.child] = (first + 2, I3, z3)
         stack.extend(reversed(children[j.child]))
@@ -321,38 +287,20 @@ def build_model(urdf, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81)
         first_body[name] = first
         if utype == "planar":
             for k in range(3):
-                rows[first + k][C_QI] = nq + k
-                rows[first + k][C_VI] = nv + k
+                bodies[first + k].qi, bodies[first + k].vi = nq + k, nv + k
             jnq.append(3)
             jnv.append(3)
         else:
-            jt = int(rows[first][C_JTYPE])
-            rows[first][C_QI] = nq
-            rows[first][C_VI] = nv
-            jnq.append(NQ_OF[jt])
-            jnv.append(NV_OF[jt])
+            bodies[first].qi, bodies[first].vi = nq, nv
+            jnq.append(NQ_OF_TYPE[bodies[first].jtype])
+            jnv.append(NV_OF_TYPE[bodies[first].jtype])
         nq += jnq[-1]
         nv += jnv[-1]
-    mimic_pairs = []
-    for b, name in enumerate(body_joint):
-        if name in mimics:
-            master, mult, off = mimics[name]
-            mb = first_body[master]
-            rows[b][C_QI] = rows[mb][C_QI]
-            rows[b][C_VI] = rows[mb][C_VI]
-            rows[b][C_MULT] = mult
-            rows[b][C_OFFSET] = off
-            rows[b][C_MIMIC] = 1.0
-            mimic_pairs.append((b, mb))
-    for b in range(len(rows) - 1, -1, -1):
-        rows[b][C_SUBEND] = max(rows[b][C_SUBEND], b)
-        p = int(rows[b][C_PARENT])
-        if p >= 0:
-            rows[p][C_SUBEND] = max(rows[p][C_SUBEND], rows[b][C_SUBEND])
-    nvf = 0
-    for row in rows:
-        row[C_FV] = nvf
-        nvf += NV_OF[int(row[C_JTYPE])]
+    for body in bodies:
+        if body.joint in mimics:
+            master, mult, off = mimics[body.joint]
+            mb = bodies[first_body[master]]
+            body.qi, body.vi, body.mult, body.offset, body.mimic = mb.qi, mb.vi, mult, off, True
 
     # inertias, expressed about each body's origin in the body frame
     total_mass = 0.0
@@ -368,39 +316,54 @@ def build_model(urdf, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81)
         c = p_bL + R_bL @ com
         R_bI = R_bL @ R_LI
         mass, h, Ibar = inertia_about_origin(m, c, R_bI @ Ic @ R_bI.T)
-        rows[b][C_MASS] += mass
-        rows[b][C_H:C_H + 3] += h
-        rows[b][C_IBAR:C_IBAR + 9] += Ibar.reshape(-1)
+        bodies[b].mass += mass
+        bodies[b].h = bodies[b].h + h
+        bodies[b].Ibar = bodies[b].Ibar + Ibar
 
-    md = pack_model_data(rows, dof_elimination_tree(rows, nv), mimic_pairs, nq, nv, nvf, gravity)
     link_names = tuple(links)
-    infos = tuple(LinkInfo(link_at[n][0], link_at[n][1], link_at[n][2]) for n in link_names)
-    terms = _joint_terms(joints, names, jtypes, idx_v, nv)
-    return Model(name=robot.name or "robot", md=md, joint_names=tuple(names), joint_types=tuple(jtypes),
-                 joint_nq=tuple(jnq), joint_nv=tuple(jnv), idx_q=tuple(idx_q), idx_v=tuple(idx_v),
-                 link_names=link_names, links=infos, mimic_joints=dict(mimics),
-                 mass=total_mass, **terms)
+    tree = KinematicTree(
+        parent=[b.parent for b in bodies], joint=[b.joint for b in bodies], joint_type=[b.jtype for b in bodies],
+        axis=np.reshape([b.axis for b in bodies], (-1, 3)), placement_R=np.reshape([b.R for b in bodies], (-1, 3, 3)),
+        placement_p=np.reshape([b.p for b in bodies], (-1, 3)), mass=[b.mass for b in bodies],
+        mass_com=np.reshape([b.h for b in bodies], (-1, 3)), inertia=np.reshape([b.Ibar for b in bodies], (-1, 3, 3)),
+        q_index=[b.qi for b in bodies], v_index=[b.vi for b in bodies], mimic=[b.mimic for b in bodies],
+        multiplier=[b.mult for b in bodies], offset=[b.offset for b in bodies],
+        links=[LinkPlacement(n, *link_at[n]) for n in link_names], gravity=gravity, armature=np.zeros(nv),
+        nq=nq, nv=nv)
+    terms = _joint_terms(joints, names, jtypes, idx_v, nv, mimics)
+    return dict(name=robot.name or "robot", tree=tree, joint_names=tuple(names), joint_types=tuple(jtypes),
+                joint_nq=tuple(jnq), joint_nv=tuple(jnv), idx_q=tuple(idx_q), idx_v=tuple(idx_v),
+                link_names=link_names, mimic_joints=dict(mimics), mass=total_mass, **terms)
 
 
 def _attr(obj, name, joint, what):
-    """A URDF number attribute as a float (None if absent); ModelError if not finite or negative."""
+    """A URDF number attribute as a float (None if absent); ModelError if not finite,
+    negative (but positions) or, for <dynamics>, beyond ``BOUNDS``."""
     x = None if obj is None else getattr(obj, name, None)
     if x is None:
         return None
     x = float(x)
+    tag = "dynamics" if what == "dynamics" else "limit"
     if not np.isfinite(x) or (what != "position" and x < 0):
-        raise ModelError(f"joint {joint!r}: <{'limit' if what != 'dynamics' else 'dynamics'} {name}> "
+        raise ModelError(f"joint {joint!r}: <{tag} {name}> "
                          f"must be a finite number{'' if what == 'position' else ' >= 0'}, got {x}")
+    if what == "dynamics" and x > BOUNDS[name]:
+        raise ModelError(f"joint {joint!r}: <dynamics {name}> {x:g} exceeds the bound {BOUNDS[name]:g} "
+                         f"(rbd_ros.core.errors.BOUNDS[{name!r}])")
     return x
 
 
-def _joint_terms(joints, names, jtypes, idx_v, nv):
+def _joint_terms(joints, names, jtypes, idx_v, nv, mimics):
     """Per-DOF damping, friction and limits from the URDF's <dynamics> and <limit>
-    (one-axis joints only; planar and floating DOFs: 0 and inf)."""
+    (one-axis joints only; planar and floating DOFs: 0 and inf).  A mimic joint's
+    own <dynamics> folds into its master's as its torque does (tau_master +=
+    multiplier * tau_mimic, with qd_mimic = multiplier * qd_master): damping
+    multiplier² * d, Coulomb friction |multiplier| * f (exact where |qd| >> eps)."""
     damping, friction = np.zeros(nv), np.zeros(nv)
     effort, velocity = np.full(nv, np.inf), np.full(nv, np.inf)
     position = np.empty((nv, 2))
     position[:, 0], position[:, 1] = -np.inf, np.inf
+    index = dict(zip(names, idx_v))
     for name, utype, i in zip(names, jtypes, idx_v):
         if utype not in MOVING:
             continue
@@ -414,5 +377,14 @@ def _joint_terms(joints, names, jtypes, idx_v, nv):
             position[i] = lo, hi
         elif utype != "continuous" and lo is not None and hi is not None and lo > hi:
             raise ModelError(f"joint {name!r}: <limit lower={lo} upper={hi}>: lower is above upper")
+    for name, (master, mult, _) in mimics.items():
+        j, i = joints[name], index[master]
+        damping[i] += mult * mult * (_attr(j.dynamics, "damping", name, "dynamics") or 0.0)
+        friction[i] += abs(mult) * (_attr(j.dynamics, "friction", name, "dynamics") or 0.0)
+    for what, x in (("damping", damping), ("friction", friction)):
+        big = np.flatnonzero(x > BOUNDS[what])
+        if big.size:
+            raise ModelError(f"joint {names[list(idx_v).index(int(big[0]))]!r}: <dynamics {what}> with its "
+                             f"mimic joints folded in is {x[big[0]]:g}, beyond the bound {BOUNDS[what]:g}")
     return {"damping": damping, "friction": friction, "effort_limit": effort, "velocity_limit": velocity,
             "position_limit": position}

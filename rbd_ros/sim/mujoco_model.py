@@ -30,7 +30,6 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 import rbd_ros.core as rbd
-from rbd_ros.core.layout import C_H, C_IBAR, C_MASS, H_OFF_BODY, NCOL
 
 _COMPILER = {"discardvisual": "true", "balanceinertia": "false", "fusestatic": "false",
              "inertiafromgeom": "false"}
@@ -159,7 +158,7 @@ def body_inertias(mjm, model):
     h = np.zeros((nb, 3))
     Ibar = np.zeros((nb, 3, 3))
     for k, link in enumerate(model.link_names):
-        info = model.links[k]
+        info = model.tree.links[k]
         if info.body < 0:
             continue
         try:
@@ -181,7 +180,7 @@ def body_label(model, b):
     """Name rbd_ros body ``b`` for a message: the URDF links rigidly attached to it
     (MuJoCo has one body per link); a planar joint's massless intermediate bodies
     carry no link and are named by index."""
-    links = [n for n, info in zip(model.link_names, model.links) if info.body == b]
+    links = [n for n, info in zip(model.link_names, model.tree.links) if info.body == b]
     return f"body carrying link(s) {links}" if links else f"body {b} (no link attached)"
 
 
@@ -189,14 +188,12 @@ def check_inertias(mjm, model, rtol: float = 1e-9) -> None:
     """Raise :class:`SimModelError` unless MuJoCo's masses, CoMs and inertias equal the
     rbd_ros model's (per rbd_ros body, relative tolerance ``rtol``) and the total masses agree."""
     m, h, Ibar = body_inertias(mjm, model)
-    md = model.md
-    off = int(model.mi[H_OFF_BODY])
+    tree = model.tree
     total = float(np.sum(mjm.body_mass))
     if abs(total - model.mass) > rtol * max(1.0, model.mass):
         raise SimModelError(f"total mass: MuJoCo {total!r} kg, URDF {model.mass!r} kg")
     for b in range(model.nbodies):
-        row = md[off + b * NCOL: off + (b + 1) * NCOL]
-        ref_m, ref_h, ref_I = row[C_MASS], row[C_H:C_H + 3], row[C_IBAR:C_IBAR + 9].reshape(3, 3)
+        ref_m, ref_h, ref_I = tree.mass[b], tree.mass_com[b], tree.inertia[b]
         scale = max(1.0, abs(ref_m), float(np.max(np.abs(ref_I))))
         for what, a, r in (("mass", m[b], ref_m), ("first moment m*c", h[b], ref_h),
                            ("inertia", Ibar[b], ref_I)):

@@ -46,7 +46,7 @@ def body_forces(model, tree, X0, f_ext, frame="local"):
         f_ext = rows
     f_ext = np.asarray(f_ext, dtype=float).reshape(len(model.link_names), 6)
     fb = np.zeros((len(tree), 6))
-    for info, (f, tau) in zip(model.links, zip(f_ext[:, :3], f_ext[:, 3:], strict=True), strict=True):
+    for info, (f, tau) in zip(model.tree.links, zip(f_ext[:, :3], f_ext[:, 3:], strict=True), strict=True):
         b = info.body
         if b < 0:
             continue

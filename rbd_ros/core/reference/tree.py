@@ -1,30 +1,11 @@
-"""The Model's body table as a list of plain records (spatial_v2's ``model``
-struct: ``parent``, ``jtype``, ``Xtree``, ``I``), read from ``model.md``
-through the column constants of ``layout.py``."""
+"""The Model's bodies as a list of plain records (spatial_v2's ``model``
+struct: ``parent``, ``jtype``, ``Xtree``, ``I``), read from the public tree
+view ``model.tree`` only (never from the packed vector the kernels read, so a
+packing bug shows as a disagreement)."""
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..joints import FREE, REVOLUTE
-from ..layout import (
-    C_AXIS,
-    C_ET,
-    C_FV,
-    C_H,
-    C_IBAR,
-    C_JTYPE,
-    C_MASS,
-    C_MIMIC,
-    C_MULT,
-    C_OFFSET,
-    C_PARENT,
-    C_QI,
-    C_RT,
-    C_VI,
-    H_NB,
-    H_NVF,
-    body_row,
-)
 from .spatial import inertia, plux
 
 
@@ -59,26 +40,22 @@ class Body:
 
 def bodies(model):
     """The model's bodies in topological order (parent before child)."""
-    md, mi = model.md, model.mi      # the float and the integer entries (layout.py)
-    out = []
-    for i in range(int(mi[H_NB])):
-        o = int(body_row(mi, i))
-        jt = int(mi[o + C_JTYPE])
-        E = md[o + C_ET:o + C_ET + 9].reshape(3, 3)
-        out.append(Body(parent=int(mi[o + C_PARENT]),
-                        jtype="free" if jt == FREE else ("revolute" if jt == REVOLUTE else "prismatic"),
-                        axis=md[o + C_AXIS:o + C_AXIS + 3].copy(),
-                        qi=int(mi[o + C_QI]), vi=int(mi[o + C_VI]), fv=int(mi[o + C_FV]),
-                        mult=float(md[o + C_MULT]), offset=float(md[o + C_OFFSET]),
-                        mimic=bool(mi[o + C_MIMIC]),
-                        Xtree=plux(E, md[o + C_RT:o + C_RT + 3]),
-                        I=inertia(md[o + C_MASS], md[o + C_H:o + C_H + 3], md[o + C_IBAR:o + C_IBAR + 9])))
+    t = model.tree
+    out, fv = [], 0
+    for i in range(len(t.joint_type)):
+        jt = t.joint_type[i]
+        out.append(Body(parent=int(t.parent[i]), jtype=jt, axis=t.axis[i].copy(),
+                        qi=int(t.q_index[i]), vi=int(t.v_index[i]), fv=fv,
+                        mult=float(t.multiplier[i]), offset=float(t.offset[i]), mimic=bool(t.mimic[i]),
+                        Xtree=plux(t.placement_R[i].T, t.placement_p[i]),
+                        I=inertia(t.mass[i], t.mass_com[i], t.inertia[i].reshape(-1))))
+        fv += 6 if jt == "free" else 1
     return out
 
 
 def full_size(model):
     """Length of the full velocity vector (mimic joints counted as DOFs)."""
-    return int(model.mi[H_NVF])
+    return sum(b.nv for b in bodies(model))
 
 
 def a_grav(model):
