@@ -37,6 +37,7 @@ from numba import get_num_threads
 
 from . import _numba_compat as nbc
 from .algorithms.common import BAD_FEXT, BAD_Q, BAD_QUAT, BAD_RESULT, BAD_SHAPE, BAD_V, OK, SINGULAR
+from .algorithms.crba import crba_k
 from .model import Model
 
 _F8 = np.dtype(np.float64)
@@ -100,9 +101,10 @@ def out_array(x, size: int, name: str) -> np.ndarray:
 _WHAT = {BAD_Q: "q", BAD_V: "v", BAD_FEXT: "f_ext"}
 
 
-def check(status, third="a", index=None, args=()) -> None:
+def check(status, third="a", index=None, args=(), model=None) -> None:
     """Raise the ValueError for a kernel status.  ``args``: (name, array) of the
-    call's arguments, to name the largest one when the result overflows."""
+    call's arguments, to name the largest one when the result overflows; ``model``:
+    to estimate H's condition when it is singular to working precision."""
     if status == OK:
         return
     if status == BAD_SHAPE:          # only a fast path can see it (the checked paths check lengths)
@@ -122,17 +124,35 @@ def check(status, third="a", index=None, args=()) -> None:
         raise ValueError(f"{name}{where}: the result is not finite: the {name} values (up to {big:.3g} in "
                          "magnitude) are too large for this model (overflow)")
     if status == SINGULAR:
-        raise ValueError(f"the joint-space inertia matrix is singular at this q{where}: "
-                         "some joint moves no mass (massless leaf link?)")
+        raise ValueError(f"the joint-space inertia matrix H is singular or ill-conditioned at this q{where}"
+                         f"{_condition(model, dict(args).get('q'), index)}: a joint that moves no mass "
+                         "(a massless leaf link) or inertias of very different magnitudes (a huge payload?)")
     name = _WHAT.get(status, third)
     raise ValueError(f"{name}{where}: expected finite numbers, got NaN or inf")
 
 
-def check_batch(status, third="a", args=()) -> None:
+def _condition(model, q, index) -> str:
+    """" (cond(H) ~ x with its diagonal scaled to 1)" for the error message, or ""."""
+    if model is None or q is None:
+        return ""
+    try:
+        q = np.asarray(q, dtype=np.float64)
+        q = q[index] if index is not None and q.ndim == 2 else q
+        H = np.empty((model.nv, model.nv))
+        if crba_k(model.md_k, model.workspace(), np.ascontiguousarray(q), H) != OK:
+            return ""
+        d = np.sqrt(np.abs(np.diag(H)))
+        d[d == 0] = 1.0
+        return f" (cond(H) ~ {np.linalg.cond(H / np.outer(d, d)):.3g} with its diagonal scaled to 1)"
+    except Exception:     # an estimate for a message only: never mask the error itself
+        return ""
+
+
+def check_batch(status, third="a", args=(), model=None) -> None:
     """Raise for the first bad batch row."""
     bad = np.flatnonzero(status)
     if bad.size:
-        check(int(status[bad[0]]), third, int(bad[0]), args)
+        check(int(status[bad[0]]), third, int(bad[0]), args, model)
 
 
 def batch_size(*args):
@@ -244,7 +264,7 @@ def checked_call(e, model, inputs, f_ext=None, frame=_LOCAL):
             st = e.fext_kernel(md, ws, *arrays, fe, world, out)
         if st == SINGULAR and e.fallback is not None:
             st = e.fallback(md, ws, *arrays, fe, world, out)
-        check(st, e.third, args=args)
+        check(st, e.third, args=args, model=model)
         return out
     out = np.empty((N,) + shape)
     status = np.zeros(N, dtype=np.int64)
@@ -260,7 +280,7 @@ def checked_call(e, model, inputs, f_ext=None, frame=_LOCAL):
         for n in np.flatnonzero(status == SINGULAR):
             fe_n = fe[n] if fe.shape[0] == N else NO_FEXT
             status[n] = e.fallback(md, ws, *(a[n] for a in arrays), fe_n, world, out[n])
-    check_batch(status, e.third, args=args)
+    check_batch(status, e.third, args=args, model=model)
     return out
 
 
@@ -275,7 +295,7 @@ def checked_into(e, model, inputs, out):
     st = e.kernel(model.md_k, model.workspace(), *arrays, *e.fast_extra, flat.reshape(shape))
     if st == SINGULAR and e.fallback is not None:
         st = e.fallback(model.md_k, model.workspace(), *arrays, NO_FEXT, False, flat.reshape(shape))
-    check(st, e.third, args=tuple(zip(e.inputs, arrays)))
+    check(st, e.third, args=tuple(zip(e.inputs, arrays)), model=model)
 
 
 # ----------------------------------------------------------------------------- fast paths
@@ -291,7 +311,7 @@ def {name}(model, {params}):
             out = _empty({out})
             st = _kernel(model.md_k, model._tls.ws, {inputs}{extra}, out)
             if st:
-{fallback}                _check(st, _third, args=({named}))
+{fallback}                _check(st, _third, args=({named}), model=model)
             return out
     except TypeError:         # not plain arrays, or a length that does not fit: checked path
         pass
@@ -306,7 +326,7 @@ def {name}_into(model, {inputs}, out):
         if True{guard}:
             st = _kernel(model.md_k, model._tls.ws, {inputs}{extra}, out)
             if st:
-{fallback}                _check(st, _third, args=({named}))
+{fallback}                _check(st, _third, args=({named}), model=model)
             return
     except TypeError:
         pass

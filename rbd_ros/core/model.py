@@ -15,6 +15,7 @@ from types import MappingProxyType
 import numpy as np
 
 from . import builder, urdf
+from .checks import bounded, real_array
 from .errors import BOUNDS, ModelError
 from .layout import H_NB, H_NQ, H_NV, workspace_size
 from .robot_terms import add_payloads, armature_vector, check_payload
@@ -316,11 +317,7 @@ class Model:
 
 
 def _vector3(x, name):
-    bound = BOUNDS["gravity"]
-    try:
-        g = np.asarray(x, dtype=float).reshape(3)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: expected 3 numbers, got {x!r}") from None
-    if not np.all(np.abs(g) <= bound):
-        raise ValueError(f"{name}: expected 3 finite numbers of magnitude <= {bound:g}, got {x!r}")
-    return g
+    g = real_array(x, name, "3 numbers")
+    if g.shape != (3,):
+        raise ValueError(f"{name}: expected 3 numbers, got {x!r}")
+    return bounded(g, BOUNDS["gravity"], name, " m/s^2")

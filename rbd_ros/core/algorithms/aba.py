@@ -54,6 +54,12 @@ entry.  When one fails (or the mimic system K is not positive definite), the
 kernel returns SINGULAR and its caller (``dynamics.aba``, single calls and
 each such batch row) computes the result by CRBA + LᵀDL instead
 (``forward_dynamics``), which reports SINGULAR only if H itself is singular.
+With mimic joints a pivot is also tested against the largest one, D_i <=
+PIVOT_TOL max_j D_j: a body much lighter than the rest (a finger of 1e-12 kg
+on a mimic master) makes the full coordinates ill-conditioned although the
+reduced H is not (scaled cond(H) ~ 15 on panda), and the constraint solve
+through Y = H_full^-1 J^T then loses eps / ratio of accuracy.  (D_i is a
+scalar, the same in every frame.)
 So aba returns what forward_dynamics returns wherever that works; only the
 rare fallback costs the CRBA path's time.  (The kernel does not call the
 CRBA path itself: numba would then re-optimise all of forward dynamics
@@ -149,8 +155,10 @@ PIVOT_TOL = 1e-6        # relative pivot below which the CRBA path is used (modu
 @njit(**JIT)
 def _articulated_inertias(md, mi, ws, oA):
     """Backward sweep for I^A, U, D (independent of v, tau, f_ext), world frame.
-    Returns False if some D is not positive relative to its scale."""
+    Returns False if some D is not positive relative to its scale (and, with mimic
+    joints, to the largest D: see the module docstring)."""
     nb = mi[H_NB]
+    dmax = 0.0
     for i in range(nb - 1, -1, -1):
         o = body_row(mi, i)
         b = aba_slot(oA, i)
@@ -175,12 +183,18 @@ def _articulated_inertias(md, mi, ws, oA):
         if not D > PIVOT_TOL * scale:
             return False
         ws[b + AB_D] = D
+        if D > dmax:
+            dmax = D
         if p >= 0:
             bp = aba_slot(oA, p)
             for r in range(6):
                 ur = ws[b + AB_U + r] / D
                 for c in range(6):
                     ws[bp + AB_IA + 6 * r + c] += ws[b + AB_IA + 6 * r + c] - ur * ws[b + AB_U + c]
+    if mi[H_NMIM] > 0:
+        for i in range(nb):
+            if mi[body_row(mi, i) + C_JTYPE] != FREE and not ws[aba_slot(oA, i) + AB_D] > PIVOT_TOL * dmax:
+                return False
     return True
 
 
