@@ -45,13 +45,14 @@ for e in ALGORITHMS:
     for batch in (False, True):
         args = [(Q if batch else q) if n == "q" else (V if batch else v) if n == "v" else (A if batch else a)
                 for n in e.inputs]
-        ref = getattr(rbd, e.name)(m, *args)
+        opts = {o.name: o.example(m) for o in e.options}
+        ref = getattr(rbd, e.name)(m, *args, **opts)
         for kind in kinds:
             for k in range(len(args)):
                 wrong = list(args)
                 wrong[k] = odd_forms(args[k])[kind]
                 try:
-                    got = getattr(rbd, e.name)(m, *wrong)
+                    got = getattr(rbd, e.name)(m, *wrong, **opts)
                 except ValueError as ex:        # garbage bytes can overflow
                     bad.append(f"{e.name} {e.inputs[k]} {kind} batch={batch}: {ex}")
                     continue
@@ -60,7 +61,7 @@ for e in ALGORITHMS:
                 if not batch:
                     out = np.empty(e.out_shape(m))
                     try:
-                        getattr(rbd, e.name + "_into")(m, *wrong, out)
+                        getattr(rbd, e.name + "_into")(m, *wrong, *opts.values(), out)
                     except ValueError:
                         out[:] = np.nan
                     if not np.array_equal(out, ref):

@@ -14,7 +14,7 @@ import pytest
 from core_util import random_state, random_tree_urdf, rel_err
 
 import rbd_ros.core as rbd
-from rbd_ros.core import layout
+from rbd_ros.core import api, layout
 from rbd_ros.core.registry import ALGORITHMS
 
 TOL = 1e-9
@@ -37,8 +37,17 @@ def inputs(e, model, rng, N=None):
     return [q if name == "q" else v if name == "v" else a for name in e.inputs]
 
 
+def options(e, model):
+    """Example values of the entry's options (a frame, a reference), by name."""
+    return {o.name: o.example(model) for o in e.options}
+
+
 def call(e, model, args, **kw):
-    return getattr(rbd, e.name)(model, *args, **kw)
+    return getattr(rbd, e.name)(model, *args, **options(e, model), **kw)
+
+
+def call_into(e, model, args, out):
+    return getattr(rbd, e.name + "_into")(model, *args, *options(e, model).values(), out)
 
 
 @pytest.mark.parametrize("e", ENTRIES)
@@ -48,7 +57,7 @@ def test_public_function_equals_twin(e, model):
         args = inputs(e, model, rng)
         got = call(e, model, args)
         assert got.shape == e.out_shape(model)
-        assert rel_err(got, e.twin(model, *args)) < TOL
+        assert rel_err(got, e.twin(model, *args, **options(e, model))) < TOL
         if e.fext:
             F = rng.normal(size=(len(model.link_names), 6))
             for frame in ("local", "world"):
@@ -61,20 +70,16 @@ def test_into_form_equals_public_function(e, model):
     rng = np.random.default_rng(2)
     args = inputs(e, model, rng)
     out = np.full(e.out_shape(model), np.nan)
-    assert getattr(rbd, e.name + "_into")(model, *args, out) is None
+    assert call_into(e, model, args, out) is None
     np.testing.assert_array_equal(out, call(e, model, args))
     flat = np.full(int(np.prod(e.out_shape(model))), np.nan)
-    getattr(rbd, e.name + "_into")(model, *[list(x) for x in args], flat)      # checked path
+    call_into(e, model, [list(x) for x in args], flat)      # checked path
     np.testing.assert_array_equal(flat.reshape(out.shape), out)
-    for bad in (np.zeros(flat.size + 1), flat.astype(np.float32), np.zeros(flat.size)[None].T.T[:, ::1][0][::1]):
-        if bad.size == flat.size and bad.dtype == np.float64:
-            continue
-        with pytest.raises(ValueError, match="out"):
-            getattr(rbd, e.name + "_into")(model, *args, bad)
     ro = np.zeros(flat.size)
     ro.setflags(write=False)
-    with pytest.raises(ValueError, match="out"):
-        getattr(rbd, e.name + "_into")(model, *args, ro)
+    for bad in (np.zeros(flat.size + 1), flat.astype(np.float32), ro):
+        with pytest.raises(ValueError, match="out"):
+            call_into(e, model, args, bad)
 
 
 @pytest.mark.parametrize("e", ENTRIES)
@@ -101,11 +106,14 @@ def test_bad_arguments_are_named(e, model):
                 call(e, model, wrong)
             if what != "shape":
                 with pytest.raises(ValueError, match=rf"^{name}\b"):
-                    getattr(rbd, e.name + "_into")(model, *wrong, np.empty(e.out_shape(model)))
+                    call_into(e, model, wrong, np.empty(e.out_shape(model)))
+    for o in e.options:
+        with pytest.raises(ValueError, match=rf"^{o.name}: "):
+            call(e, model, args, **{o.name: "no such thing"})
     with pytest.raises(TypeError, match="model: expected an rbd_ros.core.Model"):
         call(e, "panda", args)
     with pytest.raises(TypeError, match="model: expected an rbd_ros.core.Model"):
-        getattr(rbd, e.name + "_into")(None, *args, np.empty(e.out_shape(model)))
+        getattr(rbd, e.name + "_into")(None, *args, *options(e, model).values(), np.empty(e.out_shape(model)))
 
 
 def odd_forms(x):
@@ -133,7 +141,7 @@ def test_odd_arrays_give_the_plain_result_and_compile_nothing(e, model):
                 np.testing.assert_array_equal(call(e, model, wrong), ref, err_msg=f"{e.inputs[k]} {kind}")
                 if N is None:
                     out = np.empty(e.out_shape(model))
-                    getattr(rbd, e.name + "_into")(model, *wrong, out)
+                    call_into(e, model, wrong, out)
                     np.testing.assert_array_equal(out, ref, err_msg=f"_into {e.inputs[k]} {kind}")
         assert {k: len(k.signatures) for k in e.dispatchers()} == before
 
@@ -156,7 +164,8 @@ def test_kernel_writes_only_its_declared_regions(e, model):
     ws = model.workspace()
     md_before = model.md_k.copy()
     out = np.empty(e.out_shape(model))
-    calls = [lambda: e.kernel(model.md_k, ws, *args, *e.fast_extra, out)]
+    extra = api.option_args(e, model, tuple(options(e, model).values())) if e.options else e.fast_extra
+    calls = [lambda: e.kernel(model.md_k, ws, *args, *extra, out)]
     if e.fext:
         fe = rng.normal(size=(model.nbodies, 6))
         calls += [lambda w=w: e.fext_kernel(model.md_k, ws, *args, fe, w, out) for w in (False, True)]

@@ -174,7 +174,7 @@ def test_every_core_function_raises_type_error_for_a_non_model():
         else:
             from rbd_ros.core.registry import BY_NAME
             e = BY_NAME[name[:-5] if name.endswith("_into") else name]
-            a = tuple(q if x == "q" else z for x in e.inputs)
+            a = tuple(q if x == "q" else z for x in e.inputs) + tuple(o.example(m) for o in e.options)
             if name.endswith("_into"):
                 a += (np.empty(e.out_shape(m)),)
         for bad in ("panda", None, 3.0):

@@ -29,11 +29,14 @@ argument ~50 ns, a dtype test ~40 ns per array (bench/RESULTS.md).
 from __future__ import annotations
 
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 from numba import config as numba_config
 from numba import get_num_threads
+from numba.core import types as nbt
 
 from . import _numba_compat as nbc
 from .algorithms.common import BAD_FEXT, BAD_Q, BAD_QUAT, BAD_RESULT, BAD_SHAPE, BAD_V, OK, SINGULAR
@@ -197,6 +200,80 @@ def body_wrenches(model, f_ext, frame, N):
     return (body[0] if N is None else body), frame == "world"
 
 
+# ----------------------------------------------------------------------------- options
+
+REQUIRED = object()      # an option without a default
+
+
+@dataclass(frozen=True)
+class Option:
+    """A non-array parameter of a public function (a frame name, a reference) and how
+    it becomes kernel arguments: ``convert(model, value) -> tuple`` of plain values
+    whose numba ``types`` the kernel is compiled for.  The converted arguments follow
+    the state arrays in the kernel call; they are cached per model and value."""
+    name: str
+    default: object
+    convert: object
+    types: tuple
+    example: object = None   # example(model) -> a valid value (docs, the registry's tests)
+
+
+def _frame(model, link):
+    """A URDF link name -> (its body, its placement in that body as 12 numbers: R row-major, p)."""
+    if not isinstance(link, str) or link not in model._link_pos:
+        close = model.close_links(link) if isinstance(link, str) else []
+        hint = f"; did you mean {close}?" if close else ""
+        raise ValueError(f"frame: expected the name of a link of the model, got {link!r}{hint}")
+    lp = model.tree.links[model._link_pos[link]]
+    return lp.body, np.concatenate([np.asarray(lp.R, dtype=np.float64).reshape(9),
+                                    np.asarray(lp.p, dtype=np.float64)])
+
+
+REFERENCES = ("world", "local", "local_world_aligned")
+
+
+def _reference(model, ref):
+    """Pinocchio's reference frames, by name -> 0 world, 1 local, 2 local_world_aligned."""
+    if ref not in REFERENCES:
+        raise ValueError(f"reference: expected one of {REFERENCES}, got {ref!r}")
+    return (REFERENCES.index(ref),)
+
+
+_V1 = nbt.Array(nbt.float64, 1, "C")
+def _deepest_link(model):
+    """The URDF link on the body with the most ancestors (a robot's tool flange, usually)."""
+    depth = [0] * model.nbodies
+    for i, p in enumerate(model.tree.parent):
+        depth[i] = 0 if p < 0 else depth[p] + 1
+    links = [lp for lp in model.tree.links if lp.body >= 0] or list(model.tree.links)
+    return max(links, key=lambda lp: depth[lp.body] if lp.body >= 0 else -1).name
+
+
+FRAME = Option("frame", REQUIRED, _frame, (nbt.int64, _V1), _deepest_link)
+REFERENCE = Option("reference", "local_world_aligned", _reference, (nbt.int64,), lambda model: "local")
+_option_cache = weakref.WeakKeyDictionary()
+
+
+def option_args(e, model, values) -> tuple:
+    """The kernel arguments of the options ``values`` of entry ``e`` for ``model``."""
+    try:
+        per_model = _option_cache[model]
+    except KeyError:
+        per_model = _option_cache.setdefault(model, {})
+    except TypeError:
+        not_model(model)
+        raise
+    key = (e.name, values)
+    try:
+        return per_model[key]
+    except (KeyError, TypeError):     # new, or unhashable values (refused by convert)
+        pass
+    not_model(model)
+    args = tuple(x for opt, val in zip(e.options, values) for x in opt.convert(model, val))
+    per_model[key] = args
+    return args
+
+
 # ----------------------------------------------------------------------------- batches
 
 # Batches: serial row-range kernels (cached by numba, GIL released) run by Python
@@ -240,10 +317,11 @@ def _sizes(e, model):
     return [model.nq if name == "q" else model.nv for name in e.inputs]
 
 
-def checked_call(e, model, inputs, f_ext=None, frame=_LOCAL):
+def checked_call(e, model, inputs, f_ext=None, frame=_LOCAL, options=()):
     """The checked path of ``e.name``: every argument converted and checked (naming
     the bad one), one state or a batch."""
     not_model(model)
+    extra = option_args(e, model, options) if e.options else e.fast_extra
     arrays = [vec(x, n, name) for x, n, name in zip(inputs, _sizes(e, model), e.inputs)]
     N = batch_size(*arrays)
     args = tuple(zip(e.inputs, arrays))
@@ -258,7 +336,7 @@ def checked_call(e, model, inputs, f_ext=None, frame=_LOCAL):
         out = np.empty(shape)
         if f_ext is None:
             fe, world = NO_FEXT, False
-            st = e.kernel(md, ws, *arrays, *e.fast_extra, out)
+            st = e.kernel(md, ws, *arrays, *extra, out)
         else:
             fe, world = body_wrenches(model, f_ext, frame, None)
             st = e.fext_kernel(md, ws, *arrays, fe, world, out)
@@ -272,10 +350,10 @@ def checked_call(e, model, inputs, f_ext=None, frame=_LOCAL):
         fe, world = (NO_FEXT3, False) if f_ext is None else body_wrenches(model, f_ext, frame, N)
         run_batch(e.batch, N, md, *arrays, fe, world, out, status)
     elif e.batch is not None:
-        run_batch(e.batch, N, md, *arrays, out, status)
+        run_batch(e.batch, N, md, *arrays, *extra, out, status)
     else:
         for n in range(N):
-            status[n] = e.kernel(md, ws, *(a[n] for a in arrays), *e.fast_extra, out[n])
+            status[n] = e.kernel(md, ws, *(a[n] for a in arrays), *extra, out[n])
     if e.fallback is not None:
         for n in np.flatnonzero(status == SINGULAR):
             fe_n = fe[n] if fe.shape[0] == N else NO_FEXT
@@ -284,15 +362,16 @@ def checked_call(e, model, inputs, f_ext=None, frame=_LOCAL):
     return out
 
 
-def checked_into(e, model, inputs, out):
+def checked_into(e, model, inputs, out, options=()):
     """The checked path of ``e.name + "_into"``: one state into ``out``."""
     not_model(model)
+    extra = option_args(e, model, options) if e.options else e.fast_extra
     arrays = [vec(x, n, name) for x, n, name in zip(inputs, _sizes(e, model), e.inputs)]
     if any(a.ndim != 1 for a in arrays):
         raise ValueError(f"{e.name}_into: single states only ({', '.join(e.inputs)} 1-D)")
     shape = e.out_shape(model)
     flat = out_array(out, int(np.prod(shape)), "out")
-    st = e.kernel(model.md_k, model.workspace(), *arrays, *e.fast_extra, flat.reshape(shape))
+    st = e.kernel(model.md_k, model.workspace(), *arrays, *extra, flat.reshape(shape))
     if st == SINGULAR and e.fallback is not None:
         st = e.fallback(model.md_k, model.workspace(), *arrays, NO_FEXT, False, flat.reshape(shape))
     check(st, e.third, args=tuple(zip(e.inputs, arrays)), model=model)
@@ -302,8 +381,9 @@ def checked_into(e, model, inputs, out):
 
 # The fast path of every public function, one template.  {name}: the function,
 # {params}: its parameters, {inputs}: the state arrays, {extra}: the kernel's extra
-# arguments of a call without f_ext, {out}: the result's shape expression, {cond}:
-# when the fast path applies, {guard}: the dtype test where byte order is unsafe.
+# arguments of a call without f_ext (constants, or the converted options), {out}:
+# the result's shape expression, {cond}: when the fast path applies, {guard}: the
+# dtype test where byte order is unsafe.
 _FAST_SOURCE = '''
 def {name}(model, {params}):
     try:
@@ -317,11 +397,11 @@ def {name}(model, {params}):
         pass
     except AttributeError:    # not a Model (TypeError), or this thread's first call (no workspace yet)
         _not_model(model)
-    return _checked(_entry, model, ({inputs},){fext_args})
+    return _checked(_entry, model, ({inputs},){fext_args}{opt_kw})
 '''
 
 _INTO_SOURCE = '''
-def {name}_into(model, {inputs}, out):
+def {name}_into(model, {inputs}{opt_params}, out):
     try:
         if True{guard}:
             st = _kernel(model.md_k, model._tls.ws, {inputs}{extra}, out)
@@ -332,7 +412,7 @@ def {name}_into(model, {inputs}, out):
         pass
     except AttributeError:
         _not_model(model)
-    _checked_into(_entry, model, ({inputs},), out)
+    _checked_into(_entry, model, ({inputs},), out{opt_kw})
 '''
 
 _FALLBACK = '''                if st == _SINGULAR:
@@ -345,12 +425,18 @@ def _source(template, e, byte_order_safe):
     fext = e.fext
     guard = "" if byte_order_safe else "".join(f" and {x}.dtype is _F8" for x in e.inputs)
     extra = "".join(f", _extra{k}" for k in range(len(e.fast_extra)))
+    names = [o.name for o in e.options]
+    if names:      # the options, converted (cached per model): *_options(...)
+        extra = ", *_options(_entry, model, (" + ", ".join(names) + ",))"
+    defaults = "".join(f", {o.name}" + ("" if o.default is REQUIRED else f"={o.default!r}") for o in e.options)
     out = {("nv",): "model._nv", ("nv", "nv"): "model._shape_H"}.get(tuple(e.out)) or \
         "(" + ", ".join("model._nv" if s == "nv" else "model._nq" if s == "nq" else str(int(s))
                         for s in e.out) + ",)"
     return template.format(
         name=e.name, inputs=inputs, extra=extra, out=out, guard=guard,
-        params=inputs + (", f_ext=None, f_ext_frame=\"local\"" if fext else ""),
+        params=inputs + defaults + (", f_ext=None, f_ext_frame=\"local\"" if fext else ""),
+        opt_params="".join(f", {n}" for n in names),
+        opt_kw=", options=(" + ", ".join(names) + ",)" if names else "",
         cond="f_ext is None and f_ext_frame is _LOCAL" if fext else "True",
         fext_args=", f_ext, f_ext_frame" if fext else "",
         named=", ".join(f"(\"{x}\", {x})" for x in e.inputs) + ",",
@@ -361,7 +447,7 @@ def make_public(e, byte_order_safe=BYTE_ORDER_SAFE):
     """(the public function, its ``_into`` twin) of registry entry ``e``."""
     namespace = dict(_empty=np.empty, _kernel=e.kernel, _fallback=e.fallback, _entry=e, _third=e.third,
                      _check=check, _not_model=not_model, _checked=checked_call, _checked_into=checked_into,
-                     _SINGULAR=SINGULAR, _NO_FEXT=NO_FEXT, _LOCAL=_LOCAL, _F8=_F8,
+                     _SINGULAR=SINGULAR, _NO_FEXT=NO_FEXT, _LOCAL=_LOCAL, _F8=_F8, _options=option_args,
                      **{f"_extra{k}": x for k, x in enumerate(e.fast_extra)})
     fns = []
     for template in (_FAST_SOURCE, _INTO_SOURCE):

@@ -18,10 +18,11 @@ To add an algorithm: its kernel file in ``algorithms/``, its twin in
 
 Kernel calling conventions (``st`` an int status, ``common.OK`` = 0):
 
-* ``kernel(md, ws, *inputs, *fast_extra, out) -> st`` (one state);
+* ``kernel(md, ws, *inputs, *fast_extra, out) -> st`` (one state; an entry with
+  ``options`` takes their converted values in place of ``fast_extra``);
 * ``fext_kernel(md, ws, *inputs, fe, fe_world, out) -> st`` (entries with
   ``fext``: per-body wrenches (nb, 6), ``fe_world`` a bool);
-* ``batch(md, *INPUTS, [FE, fe_world,] OUT, status, start, stop)`` (rows
+* ``batch(md, *INPUTS, [FE, fe_world,] [*options,] OUT, status, start, stop)`` (rows
   start..stop-1 of (N, ...) arrays; None: the kernel is called row by row);
 * ``fallback(md, ws, *inputs, fe, fe_world, out) -> st``: called where the
   kernel returns SINGULAR.
@@ -61,6 +62,7 @@ class Algorithm:
     fext: bool = False             # takes f_ext, f_ext_frame
     fext_kernel: object = None     # one state with f_ext
     fast_extra: tuple = ()         # kernel arguments after the inputs on a call without f_ext
+    options: tuple = ()            # api.Option: non-array parameters (a frame, a reference), after the inputs
     fallback: object = None        # where the kernel returns SINGULAR
     third: str = "a"               # the argument a BAD_A status names
     group: int = 0                 # rbd_precompile: process 0 or 1
@@ -76,7 +78,9 @@ class Algorithm:
         """The numba types of the fast path's kernel call (what its guard admits)."""
         v = nbt.Array(nbt.float64, 1, "C")
         out = nbt.Array(nbt.float64, len(self.out), "C")
-        return (v, v) + (v,) * len(self.inputs) + tuple(typeof(x) for x in self.fast_extra) + (out,)
+        extra = tuple(t for o in self.options for t in o.types) if self.options else \
+            tuple(typeof(x) for x in self.fast_extra)
+        return (v, v) + (v,) * len(self.inputs) + extra + (out,)
 
     def dispatchers(self) -> tuple:
         """Every numba dispatcher this entry runs."""
