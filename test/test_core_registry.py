@@ -43,7 +43,7 @@ def options(e, model):
 
 
 def call(e, model, args, **kw):
-    return getattr(rbd, e.name)(model, *args, **options(e, model), **kw)
+    return getattr(rbd, e.name)(model, *args, **{**options(e, model), **kw})
 
 
 def call_into(e, model, args, out):
@@ -111,7 +111,7 @@ def test_bad_arguments_are_named(e, model):
         with pytest.raises(ValueError, match=rf"^{o.name}: "):
             call(e, model, args, **{o.name: "no such thing"})
     with pytest.raises(TypeError, match="model: expected an rbd_ros.core.Model"):
-        call(e, "panda", args)
+        getattr(rbd, e.name)("panda", *args, **options(e, model))
     with pytest.raises(TypeError, match="model: expected an rbd_ros.core.Model"):
         getattr(rbd, e.name + "_into")(None, *args, *options(e, model).values(), np.empty(e.out_shape(model)))
 
