@@ -41,8 +41,11 @@ from .algorithms import compensation as _comp
 from .algorithms import coriolis as _cor
 from .algorithms import crba as _crba
 from .algorithms import forward_dynamics as _fd
+from .algorithms import frames as _frames
 from .algorithms import ltdl as _ltdl
 from .algorithms import rnea as _rnea
+from .api import FRAME, REFERENCE
+from .reference import frames as _ref_frames
 
 _NO_FEXT = np.zeros((0, 6))
 _NO_FEXT3 = np.zeros((0, 0, 6))
@@ -159,6 +162,31 @@ ALGORITHMS = [
         kernel=_cor.coriolis_k, twin=ref.coriolis_matrix, regions=("rnea", "world", "cor"),
         doc="""Coriolis matrix C(q, v) with C v = bias - gravity and Hdot - 2C skew-symmetric
         (the Christoffel-symbol factorisation)."""),
+    Algorithm(
+        name="frame_jacobian", inputs=("q",), options=(FRAME, REFERENCE), out=(6, "nv"),
+        kernel=_frames.frame_jacobian_k, kernels=(_frames.frame_into,), twin=_ref_frames.frame_jacobian,
+        regions=("rnea", "world"),
+        doc="""Jacobian J (6 x nv) of URDF link ``frame``: its velocity [linear; angular] = J v.
+
+        ``reference`` (Pinocchio's): ``"local_world_aligned"`` (default) the velocity of
+        the frame's origin in world axes; ``"local"`` the same in the frame's axes;
+        ``"world"`` the spatial velocity in world axes at the world origin.  Any link,
+        also one merged into its parent by fixed joints (its fixed offset applied); a
+        link fixed to the world gives zeros.  Mimic joints add their multiplier times
+        their column to their master's."""),
+    Algorithm(
+        name="frame_velocity", inputs=("q", "v"), options=(FRAME, REFERENCE), out=(6,),
+        kernel=_frames.frame_velocity_k, kernels=(_frames.frame_into,), twin=_ref_frames.frame_velocity,
+        regions=("rnea", "world"),
+        doc="""Velocity [linear; angular] of URDF link ``frame`` (= frame_jacobian v), in
+        ``reference`` as :func:`frame_jacobian`."""),
+    Algorithm(
+        name="frame_acceleration", inputs=("q", "v", "a"), options=(FRAME, REFERENCE), out=(6,),
+        kernel=_frames.frame_acceleration_k, kernels=(_frames.frame_into,), twin=_ref_frames.frame_acceleration,
+        regions=("rnea", "world"),
+        doc="""Classical acceleration [linear; angular] of the origin of URDF link ``frame``
+        in ``reference`` (Pinocchio's ``getFrameClassicalAcceleration``: the spatial
+        acceleration plus [ω × v_linear; 0]); with a = 0 it is J̇ v."""),
 ]
 
 # kernels behind hand-written public functions (control_loop.py, linalg.py): warmed up
