@@ -45,6 +45,7 @@ from .algorithms import frames as _frames
 from .algorithms import ltdl as _ltdl
 from .algorithms import rnea as _rnea
 from .api import FRAME, REFERENCE
+from .reference import coriolis as _ref_coriolis
 from .reference import frames as _ref_frames
 
 _NO_FEXT = np.zeros((0, 6))
@@ -162,6 +163,13 @@ ALGORITHMS = [
         kernel=_cor.coriolis_k, twin=ref.coriolis_matrix, regions=("rnea", "world", "cor"),
         doc="""Coriolis matrix C(q, v) with C v = bias - gravity and Hdot - 2C skew-symmetric
         (the Christoffel-symbol factorisation)."""),
+    Algorithm(
+        name="coriolis_transpose_v", inputs=("q", "v"), out=("nv",),
+        kernel=_cor.coriolis_transpose_v_k, kernels=(_cor.coriolis_into,),
+        twin=_ref_coriolis.coriolis_transpose_v, regions=("rnea", "world", "cor", "mat"),
+        doc="""C(q, v)ᵀ v, exactly, with C the Coriolis matrix :func:`coriolis_matrix` returns:
+        the generalized-momentum observer's term (d/dt (H v) = tau + tau_ext + Cᵀ v - g,
+        as Ḣ = C + Cᵀ)."""),
     Algorithm(
         name="frame_jacobian", inputs=("q",), options=(FRAME, REFERENCE), out=(6, "nv"),
         kernel=_frames.frame_jacobian_k, kernels=(_frames.frame_into,), twin=_ref_frames.frame_jacobian,

@@ -33,6 +33,7 @@ from ..layout import (
     H_NVF,
     R_COR,
     R_END,
+    R_MAT,
     R_RNEA,
     R_TMP,
     R_WORLD,
@@ -199,3 +200,26 @@ def coriolis_into(md, ws, q, v, C):
 
 
 coriolis_k = coriolis_into   # the entry point (no wrapper kernel: see aba.aba_k)
+
+
+@njit(**JIT)
+def coriolis_transpose_v_k(md, ws, q, v, out):
+    """out = C(q, v)ᵀ v, exactly (the momentum observer's term: along any motion
+    d/dt (H v) = tau + tau_ext + Cᵀ v - g, because Ḣ = C + Cᵀ).  C is built in the
+    workspace's matrix region (which coriolis_into does not use), then multiplied."""
+    mi = md.view(np.int64)      # the model's integer entries (layout.py)
+    nv = mi[H_NV]
+    offs = region_offsets(mi[H_NB], mi[H_NVF], mi[H_NMIM])
+    if out.shape[0] != nv or v.shape[0] != nv or ws.shape[0] < offs[R_END]:
+        return BAD_SHAPE        # q: coriolis_into checks it
+    o = offs[R_MAT]
+    C = ws[o:o + nv * nv].reshape((nv, nv))
+    st = coriolis_into(md, ws, q, v, C)
+    if st != OK:
+        return st
+    for j in range(nv):
+        s = 0.0
+        for i in range(nv):
+            s += C[i, j] * v[i]
+        out[j] = s
+    return finite_result(OK, out)

@@ -41,3 +41,8 @@ def coriolis_matrix(model, q, v):
         B = 0.5 * (crf(Vi) @ I - I @ crm(Vi) + icrf(I @ Vi))
         C += Ji.T @ (I @ Jdi + B @ Ji)
     return C
+
+
+def coriolis_transpose_v(model, q, v):
+    """C(q, v)ᵀ v (same arguments as ``rbd_ros.core.coriolis_transpose_v``)."""
+    return coriolis_matrix(model, q, v).T @ np.asarray(v, dtype=float)
