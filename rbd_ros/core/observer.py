@@ -66,7 +66,9 @@ def _coriolis_t_v(model, q, v, out):
     allocates (an nv×nv matrix and a vector per call); the lead replaces this one
     function with the exact, allocation-free kernel ``rbd.coriolis_transpose_v``.
     Raises ValueError (from the core) if the result is not finite."""
-    out[:] = coriolis_matrix(model, q, v).T @ v
+    C = coriolis_matrix(model, q, v)
+    with np.errstate(over="ignore", invalid="ignore"):      # overflow: inf, caught by the caller
+        out[:] = C.T @ v
 
 
 class MomentumObserver:
