@@ -24,13 +24,18 @@ solved for r_k in closed form: r_k = K (p_k − m_{k−1} − h/2 (β_{k−1} + 
 + β_k)) / (1 + K h / 2).  The trapezoid rule makes the β part second-order
 accurate (its error ~h²/12 |β̈| per unit time) and the r part the bilinear
 (Tustin) image of the continuous filter: stable for every K h > 0, free of
-sign-alternating ringing for K h < 2 (e.g. K < 2000 1/s at 1 kHz).  If the
-torque reaching the joints is held constant between samples (a zero-order
-hold, as a digital controller applies it), the trapezoid of the sampled τ
-misses the true impulse by h/2 (τ_k − τ_{k−1}) per step: the estimate is off
-by about h/2 · |dτ/dt| (0.5 ms × the torque rate at 1 kHz); the left rule
-would be exact for a hold that starts at the sample, the right rule for one
-that ends at it, and each is first-order accurate for continuous torques.
+sign-alternating ringing for K h < 2 (e.g. K < 2000 1/s at 1 kHz).
+
+The torque's share of the integral: by default the trapezoid of the samples,
+right for a torque that varies continuously (a joint torque sensor).  If the
+torque reaching the joints is instead held constant over each step (a
+zero-order hold, as a digital controller applies its command), the trapezoid
+misses the true impulse h τ by h/2 (τ_k − τ_{k−1}) per step: the estimate is
+off by about h/2 · |dτ/dt| (0.5 ms × the torque rate at 1 kHz), a lag.  With
+``tau_held=True`` the observer takes each sample's τ as the torque held over
+the step that *ends* at the sample (what a driver reports after applying a
+command: rbd_ros.sim, a ros2_control effort command read back) and integrates
+h τ_k exactly; the state-dependent terms stay on the trapezoid rule.
 
 Re-initialisation (p(0) = the current p, integral 0, r = 0; the update then
 returns zeros and :attr:`MomentumObserver.status` says why): the first sample
@@ -75,7 +80,7 @@ class MomentumObserver:
     """Discrete-time generalized-momentum observer of the external joint torques.
 
     ``MomentumObserver(model, gain, *, friction=False, velocity_eps=1e-3,
-    max_gap=0.05, max_jump=0.25)``
+    max_gap=0.05, max_jump=0.25, tau_held=False)``
 
     ``model``   an :class:`~rbd_ros.core.Model`; its armature and payloads are
                 part of H and g (give the observer the model the robot really is).
@@ -89,6 +94,9 @@ class MomentumObserver:
     ``max_jump`` rad or m; a larger change of any q coordinate between two
                 samples re-initialises (a continuous joint reported wrapped to
                 ±π does too).
+    ``tau_held`` False: τ is sampled from a continuous signal (trapezoid rule);
+                True: each τ was held constant over the step ending at its
+                sample (see the module doc).
     Raises ValueError naming the bad argument.
 
     :meth:`update` ``(t, q, v, tau)`` -> τ̂_ext (nv,) in model DOF order.  ``t``
@@ -104,7 +112,8 @@ class MomentumObserver:
     per stream).
     """
 
-    def __init__(self, model, gain, *, friction=False, velocity_eps=1e-3, max_gap=0.05, max_jump=0.25):
+    def __init__(self, model, gain, *, friction=False, velocity_eps=1e-3, max_gap=0.05, max_jump=0.25,
+                 tau_held=False):
         if not isinstance(model, Model):
             raise TypeError(f"model: expected an rbd_ros.core.Model, got {type(model).__name__}")
         nv, nq = model.nv, model.nq
@@ -117,6 +126,7 @@ class MomentumObserver:
         self.model = model
         self.gain = K
         self.friction = bool(friction)
+        self.tau_held = bool(tau_held)
         self.velocity_eps = self._positive(velocity_eps, "velocity_eps", "rad/s")
         self.max_gap = self._positive(max_gap, "max_gap", "s")
         self.max_jump = self._positive(max_jump, "max_jump", "rad or m")
@@ -130,6 +140,7 @@ class MomentumObserver:
         self._r = z(nv)                  # r_k
         self._m = z(nv)                  # predicted momentum p(0) + ∫(β + r)
         self._beta = z(nv)               # β_{k-1}
+        self._tau_prev = z(nv)           # τ_{k-1}
         self._q_prev = z(nq)
         self._t_prev = 0.0
         self._started = False
@@ -201,24 +212,27 @@ class MomentumObserver:
         nq, nv, okq, okv = self._nq, self._nv, self._okq, self._okv
         if not (math.isfinite(t) and count(isfinite(q, out=okq)) == nq and count(isfinite(v, out=okv)) == nv
                 and count(isfinite(tau, out=okv)) == nv and self._beta_and_momentum(q, v, tau)):
-            return self._restart(NOT_FINITE, None, None)
+            return self._restart(NOT_FINITE, None, None, None)
         if not self._started:
-            return self._restart(STARTED, t, q)
+            return self._restart(STARTED, t, q, tau)
         h = t - self._t_prev
         if not h > 0.0:
-            return self._restart(TIME, t, q)
+            return self._restart(TIME, t, q, tau)
         if h > self.max_gap:
-            return self._restart(GAP, t, q)
+            return self._restart(GAP, t, q, tau)
         dq = self._dq
         np.subtract(q, self._q_prev, out=dq)
         np.abs(dq, out=dq)
         if count(np.greater(dq, self._max_jump0, out=okq)):
-            return self._restart(JUMP, t, q)
+            return self._restart(JUMP, t, q, tau)
         # r_k = K (p_k - m_{k-1} - h/2 (β_{k-1} + r_{k-1} + β_k)) / (1 + K h/2)
         r, m, b, w, den, half = self._r, self._m, self._b, self._w, self._den, self._half
         half.fill(0.5 * h)
         np.add(self._beta, r, out=w)
         np.add(w, b, out=w)
+        if self.tau_held:                         # τ_k over the whole step: τ_{k-1} -> τ_k in β_{k-1}
+            np.add(w, tau, out=w)
+            np.subtract(w, self._tau_prev, out=w)
         np.multiply(w, half, out=w)
         np.add(m, w, out=m)                       # m_{k-1} + h/2 (β_{k-1} + r_{k-1} + β_k)
         np.subtract(self._p, m, out=w)
@@ -227,11 +241,12 @@ class MomentumObserver:
         np.add(den, self._one0, out=den)
         np.divide(w, den, out=w)                  # r_k
         if count(isfinite(w, out=okv)) != nv:
-            return self._restart(NOT_FINITE, None, None)
+            return self._restart(NOT_FINITE, None, None, None)
         np.copyto(r, w)
         np.multiply(w, half, out=w)
         np.add(m, w, out=m)                       # m_k = ... + h/2 r_k
         np.copyto(self._beta, b)
+        np.copyto(self._tau_prev, tau)
         np.copyto(self._q_prev, q)
         self._t_prev = t
         self.status = OK
@@ -259,7 +274,7 @@ class MomentumObserver:
         nv, okv = self._nv, self._okv
         return count(isfinite(b, out=okv)) == nv and count(isfinite(p, out=okv)) == nv
 
-    def _restart(self, reason, t, q):
+    def _restart(self, reason, t, q, tau):
         """Zeros out; state re-initialised at this sample (or forgotten if t is None)."""
         self.status = reason
         self.restarts[reason] += 1
@@ -269,6 +284,7 @@ class MomentumObserver:
             return self._out
         np.copyto(self._m, self._p)
         np.copyto(self._beta, self._b)
+        np.copyto(self._tau_prev, tau)
         np.copyto(self._q_prev, q)
         self._t_prev = t
         self._started = True
