@@ -361,7 +361,7 @@ def test_no_contact_rk4_residual_is_second_order_discretisation(model):
 def test_missing_payload_and_armature_show_up(model):
     """The robot carries a payload and rotor inertia the observer's model lacks: τ̂_ext is
     the lag of rnea_nominal − rnea_true along the motion (the torque the nominal model
-    cannot explain), within 1 % after 5/K; with the true model it is ~0."""
+    cannot explain), within 0.1 % of it after 5/K; with the true model it is ~0."""
     link = "link7" if model.name == "rbd_arm7" else model.link_names[-1]
     true = model.with_payload(link, 1.5, [0.02, -0.01, 0.08], [0.004, 0, 0, 0.005, 0, 0.003])
     true = true.with_armature(np.linspace(0.05, 0.2, model.nv))
@@ -377,7 +377,7 @@ def test_missing_payload_and_armature_show_up(model):
     print(f"{model.name}: missing payload+armature: max |rnea diff| {_max(diff):.2f} N m, "
           f"|est - lag(diff)| {err:.2e} of it")
     assert _max(diff) > 0.05 * _max(TAU)        # a sizeable model error ...
-    assert err <= 0.01                          # ... estimated at its size and sign
+    assert err <= 1e-3                          # ... estimated at its size and sign
     est_true, _ = run_observer(MomentumObserver(true, K), times, Q, V, TAU)
     assert _max(est_true[late]) <= 0.01 * _max(diff)
 
@@ -637,7 +637,7 @@ def test_update_allocates_nothing(monkeypatch):
         return None
 
     _, base = _peak_over(noop, samples)
-    o = MomentumObserver(m, K, friction=True)
+    o = MomentumObserver(m, K, friction=True, tau_held=True)     # every branch of update
     net, peak = _peak_over(o.update, samples)
     assert o.status == OK
     print(f"no-op loop peak {base} B; update loop: net {net} B, peak {peak} B")
