@@ -53,8 +53,8 @@ from .dynamics import compensation_into, coriolis_matrix, dof_indices
 from .model import Model
 
 _F8 = np.dtype(np.float64)
-count = np.count_nonzero
-isfinite = np.isfinite
+_count = np.count_nonzero
+_isfinite = np.isfinite
 
 # status values (MomentumObserver.status): the last update's outcome
 OK = "ok"                      # an estimate
@@ -210,8 +210,8 @@ class MomentumObserver:
         except (TypeError, ValueError):
             raise ValueError(f"t: expected a number (s), got {t!r}"[:200]) from None
         nq, nv, okq, okv = self._nq, self._nv, self._okq, self._okv
-        if not (math.isfinite(t) and count(isfinite(q, out=okq)) == nq and count(isfinite(v, out=okv)) == nv
-                and count(isfinite(tau, out=okv)) == nv and self._beta_and_momentum(q, v, tau)):
+        if not (math.isfinite(t) and _count(_isfinite(q, out=okq)) == nq and _count(_isfinite(v, out=okv)) == nv
+                and _count(_isfinite(tau, out=okv)) == nv and self._beta_and_momentum(q, v, tau)):
             return self._restart(NOT_FINITE, None, None, None)
         if not self._started:
             return self._restart(STARTED, t, q, tau)
@@ -223,7 +223,7 @@ class MomentumObserver:
         dq = self._dq
         np.subtract(q, self._q_prev, out=dq)
         np.abs(dq, out=dq)
-        if count(np.greater(dq, self._max_jump0, out=okq)):
+        if _count(np.greater(dq, self._max_jump0, out=okq)):
             return self._restart(JUMP, t, q, tau)
         # r_k = K (p_k - m_{k-1} - h/2 (β_{k-1} + r_{k-1} + β_k)) / (1 + K h/2)
         r, m, b, w, den, half = self._r, self._m, self._b, self._w, self._den, self._half
@@ -240,7 +240,7 @@ class MomentumObserver:
         np.multiply(self.gain, half, out=den)
         np.add(den, self._one0, out=den)
         np.divide(w, den, out=w)                  # r_k
-        if count(isfinite(w, out=okv)) != nv:
+        if _count(_isfinite(w, out=okv)) != nv:
             return self._restart(NOT_FINITE, None, None, None)
         np.copyto(r, w)
         np.multiply(w, half, out=w)
@@ -272,7 +272,7 @@ class MomentumObserver:
             np.multiply(v, self._damping, out=f)
             np.subtract(b, f, out=b)
         nv, okv = self._nv, self._okv
-        return count(isfinite(b, out=okv)) == nv and count(isfinite(p, out=okv)) == nv
+        return _count(_isfinite(b, out=okv)) == nv and _count(_isfinite(p, out=okv)) == nv
 
     def _restart(self, reason, t, q, tau):
         """Zeros out; state re-initialised at this sample (or forgotten if t is None)."""
