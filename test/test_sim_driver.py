@@ -3,13 +3,14 @@ from a real rclpy client: joint_states rate and content, the arm sags with no
 command, holds with a gravity command computed here from each joint state,
 stale commands fall to zero effort, bad commands are dropped and counted."""
 import os
+import re
 import threading
 import time
 
 import numpy as np
 import pytest
 
-pytest.importorskip("mujoco", reason="sim driver: pip install '.[sim]'")
+mujoco = pytest.importorskip("mujoco", reason="sim driver: pip install '.[sim]'")
 
 from ros_harness import (  # noqa: E402
     ARM_JOINTS,
@@ -23,6 +24,7 @@ from ros_harness import (  # noqa: E402
 )
 
 import rbd_ros.core as rbd  # noqa: E402
+from rbd_ros.sim.mujoco_model import JointMap, load_urdf, wrench_at_com  # noqa: E402
 
 Q0 = [0.0, 0.6, 0.0, -1.0, 0.0, 0.8, 0.0]
 RATE = 1000.0
@@ -327,3 +329,170 @@ def test_launch_file_static():
     assert '"joint_states"' in driver_src and '"effort_command"' in driver_src
     setup_src = open(os.path.join(root, "setup.py")).read()
     assert "sim_driver = rbd_ros.sim.driver:main" in setup_src
+
+
+# ----------------------------------------------------------------------------- ~/apply_wrench
+
+def _stamp(s):
+    return s.sec + 1e-9 * s.nanosec
+
+
+def _replay(mjm, jm, a, b, wrench=None, body=-1, qfrc_extra=None):
+    """MuJoCo's step from joint state ``a`` with the effort ``b`` reports (the torque of the
+    step that produced b), optionally with ``xfrc_applied`` = ``wrench`` on ``body`` or
+    ``qfrc_extra`` added to the joint torques; returns (qpos, qvel) in model order."""
+    d = mujoco.MjData(mjm)
+    d.qpos[jm.model_qpos] = a.position
+    d.qvel[jm.model_dof] = a.velocity
+    mujoco.mj_forward(mjm, d)
+    d.qfrc_applied[jm.model_dof] = np.asarray(b.effort) + (0.0 if qfrc_extra is None else qfrc_extra)
+    if wrench is not None:
+        d.xfrc_applied[body] = wrench_at_com(d, body, wrench[:3], wrench[3:])
+    mujoco.mj_step(mjm, d)
+    return d.qpos[jm.model_qpos].copy(), d.qvel[jm.model_dof].copy()
+
+
+def test_apply_wrench_causes_the_jacobian_transpose_torques(loop, sim, client):
+    """A 10 N push (plus a torque) on the flange while the arm is held: every step of the
+    recorded joint states is replayed in an offline MuJoCo: before the push and after it
+    the step without any wrench reproduces the next state exactly; during it, the joint
+    torques the push caused equal J^T [f; tau] with J from mj_jacBody at the flange origin
+    (not the driver's conversion; J averaged over the step's two ends); ~/applied_wrench's
+    stamps bound the steps exactly."""
+    from types import SimpleNamespace
+
+    from geometry_msgs.msg import WrenchStamped
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from ros_harness import QOS_LATCHED, set_params
+
+    proc, ns = sim
+    node = SimpleNamespace(fqn=f"{ns}/sim_driver")
+    # settable at run time, checked
+    assert not set_params(client, node, wrench_duration=-1.0)[0].successful
+    assert set_params(client, node, wrench_duration=0.25)[0].successful
+    law = _settle_law(Q0)
+    loop.set_law(law)
+    assert wait_for(lambda: float(np.max(np.abs(loop.latest()[2]))) < 1e-3, timeout=6.0)
+    rec = client.record(JointState, f"{ns}/joint_states",
+                        QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE))
+    qos_applied = QoSProfile(depth=10, reliability=QOS_LATCHED.reliability, durability=QOS_LATCHED.durability)
+    applied = client.record(WrenchStamped, f"{ns}/sim_driver/applied_wrench", qos_applied)
+    pub = client.publisher(WrenchStamped, f"{ns}/sim_driver/apply_wrench")
+    assert wait_for(lambda: rec.count() > 100 and pub.get_subscription_count() > 0, timeout=10)
+    force, torque = np.array([10.0, -4.0, 3.0]), np.array([0.0, 0.5, -0.3])
+    msg = WrenchStamped()
+    msg.header.frame_id = "flange"
+    msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = force
+    msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z = torque
+    pub.publish(msg)
+    assert wait_for(lambda: applied.count() >= 2, timeout=5), proc.log()[-2000:]
+    start, end = applied.snapshot()[0][:2]
+    # this client (Python, a loaded machine) takes the 1 kHz states from its queue later
+    assert wait_for(lambda: _stamp(rec.latest().header.stamp) > _stamp(end.header.stamp) + 0.15, timeout=30)
+    assert start.header.frame_id == end.header.frame_id == "flange"
+    assert [start.wrench.force.x, start.wrench.force.y, start.wrench.force.z] == list(force)
+    assert [start.wrench.torque.x, start.wrench.torque.y, start.wrench.torque.z] == list(torque)
+    assert [end.wrench.force.x, end.wrench.torque.y] == [0.0, 0.0]
+    t_start, t_end = _stamp(start.header.stamp), _stamp(end.header.stamp)
+    states = rec.snapshot()[0]
+    stamps = [_stamp(m.header.stamp) for m in states]
+    k0, k1 = stamps.index(t_start), stamps.index(t_end)
+    print(f"push on for {k1 - k0} states ({t_end - t_start:.3f} s of wall-clock stamps)")
+    assert k1 - k0 == 250                          # wrench_duration 0.25 s at 1 kHz
+
+    mjm, model = load_urdf(ARM_URDF, timestep=1.0 / RATE, integrator="rk4")
+    jm = JointMap(mjm, model)
+    body = mjm.body("flange").id
+    jacp, jacr = np.zeros((3, mjm.nv)), np.zeros((3, mjm.nv))
+    quiet, exact, rel = [], [], []
+    def off(replayed, b):      # max difference in position and velocity from the recorded state
+        return max(float(np.max(np.abs(replayed[0] - np.asarray(b.position)))),
+                   float(np.max(np.abs(replayed[1] - np.asarray(b.velocity)))))
+
+    for k in range(max(1, k0 - 100), min(len(states), k1 + 100)):
+        a, b = states[k - 1], states[k]
+        none = _replay(mjm, jm, a, b)
+        if not (k0 <= k < k1):
+            quiet.append(off(none, b))
+            continue
+        exact.append(off(_replay(mjm, jm, a, b, np.concatenate([force, torque]), body), b))
+        jtf = 0.0
+        for state in (a, b):     # J^T f at both ends of the step, averaged (the arm moves)
+            d = mujoco.MjData(mjm)
+            d.qpos[jm.model_qpos] = state.position
+            mujoco.mj_forward(mjm, d)
+            mujoco.mj_jacBody(mjm, d, jacp, jacr, body)
+            jtf = jtf + 0.5 * (jacp.T @ force + jacr.T @ torque)[jm.model_dof]
+        caused = np.asarray(b.velocity) - none[1]          # what the push did in this step
+        rel.append(off(_replay(mjm, jm, a, b, qfrc_extra=jtf), b) / float(np.max(np.abs(caused))))
+    print(f"replay: no wrench outside the push {max(quiet):.2e} rad/s, with the wrench inside "
+          f"{max(exact):.2e} rad/s; J^T f vs the push's effect: max relative {max(rel):.2e}")
+    assert len(quiet) > 150 and len(rel) == 250
+    assert max(quiet) <= 1e-9
+    assert max(exact) <= 1e-9
+    # 1e-3, growing with the arm's speed: MuJoCo holds xfrc_applied (force and moment at the
+    # COM, world axes) constant through a step's RK4 stages while the body turns, so the
+    # moment of the force about the moving flange origin is frozen at its start value
+    # (the flange body's MuJoCo COM is 0.107 m from its origin)
+    assert max(rel) <= 5e-3
+    # a sentinel: inside the push, the step without the wrench does not reproduce the state
+    assert min(off(_replay(mjm, jm, states[k - 1], states[k]), states[k]) for k in range(k0, k1)) > 1e-6
+    loop.set_law(law)
+
+
+def test_apply_wrench_bad_messages_dropped(loop, sim, client):
+    from geometry_msgs.msg import WrenchStamped
+    proc, ns = sim
+    diag = client.record(DiagnosticArray, "/diagnostics")
+    fqn = f"{ns}/sim_driver"
+    assert wait_for(lambda: _diag(diag, fqn), timeout=5)
+    n0 = int(_diag(diag, fqn)["wrenches_dropped"])
+    pub = client.publisher(WrenchStamped, f"{ns}/sim_driver/apply_wrench")
+    assert wait_for(lambda: pub.get_subscription_count() > 0, timeout=5)
+    for frame, fx in (("no_such_link", 1.0), ("link0", 1.0), ("", 1.0), ("flange", float("nan"))):
+        m = WrenchStamped()
+        m.header.frame_id = frame
+        m.wrench.force.x = fx
+        pub.publish(m)
+    assert wait_for(lambda: int(_diag(diag, fqn)["wrenches_dropped"]) == n0 + 4, timeout=3), _diag(diag, fqn)
+    assert "apply_wrench dropped: frame_id: 'no_such_link' is not a link" in proc.log() and proc.alive()
+    # (the warning is throttled to one a second: the messages of the others, test_wrench_schedule_*)
+
+
+def test_wrench_schedule_refuses_bad_requests_by_name():
+    from rbd_ros.sim.wrench import WrenchSchedule
+    mjm, model = load_urdf(ARM_URDF, timestep=1e-3)
+    ws = WrenchSchedule(mjm, model, 1000.0)
+    for args, message in [(("", (1, 0, 0), (0, 0, 0), 1.0), "frame_id: empty"),
+                          (("elbow", (1, 0, 0), (0, 0, 0), 1.0), "frame_id: 'elbow' is not a link"),
+                          (("link0", (1, 0, 0), (0, 0, 0), 1.0), "frame_id: link 'link0' is fixed to the world"),
+                          (("world", (1, 0, 0), (0, 0, 0), 1.0), "is fixed to the world"),
+                          (("flange", (1, float("inf"), 0), (0, 0, 0), 1.0), "wrench: expected finite numbers"),
+                          (("flange", (1, 0, 0), (0, 0, 0), 0.0), "wrench_duration: expected a finite number")]:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            ws.request(*args)
+
+
+def test_wrench_schedule_steps():
+    """Start, duration in steps, replacement, the zero wrench that ends it, and the at-COM form."""
+    from rbd_ros.sim.wrench import END, START, WrenchSchedule
+    mjm, model = load_urdf(ARM_URDF, timestep=1e-3)
+    d = mujoco.MjData(mjm)
+    mujoco.mj_forward(mjm, d)
+    ws = WrenchSchedule(mjm, model, 1000.0)
+    fl, l5 = mjm.body("flange").id, mjm.body("link5").id
+    assert ws.before_step(d) is None and not d.xfrc_applied.any()
+    ws.request("flange", (10, 0, 0), (0, 0, 1), 0.003)
+    events = [ws.before_step(d) for _ in range(5)]
+    assert events == [START, None, None, END, None]
+    assert not d.xfrc_applied.any()
+    ws.request("flange", (10, 0, 0), (0, 0, 1), 1.0)
+    assert ws.before_step(d) == START
+    lever = d.xpos[fl] - d.xipos[fl]
+    assert np.allclose(d.xfrc_applied[fl], [10, 0, 0, *(np.array([0, 0, 1.0]) + np.cross(lever, [10, 0, 0]))])
+    ws.request("link5", (0, 5, 0), (0, 0, 0), 1.0)            # replaces it
+    assert ws.before_step(d) == START
+    assert not d.xfrc_applied[fl].any() and d.xfrc_applied[l5][1] == 5.0
+    ws.request("link5", (0, 0, 0), (0, 0, 0), 1.0)            # a zero wrench ends it
+    assert ws.before_step(d) == END and not d.xfrc_applied.any() and ws.active is None
+    assert ws.applied == 3

@@ -18,6 +18,15 @@ and
 * if MuJoCo finds a non-finite or huge acceleration (e.g. a command of
   1e12 N·m) it resets its state; the driver then restarts from the initial
   pose at rest, logs an error and counts ``sim_resets`` in ``/diagnostics``;
+* subscribes to ``~/apply_wrench`` (geometry_msgs/WrenchStamped): a known
+  external wrench on the URDF link ``header.frame_id``, force and torque in
+  *world axes at the link's origin*, applied through MuJoCo's ``xfrc_applied``
+  for ``wrench_duration`` s (a new message replaces the current wrench, a zero
+  one ends it; bad ones are dropped with a warning and counted), see
+  :mod:`rbd_ros.sim.wrench`; ``~/applied_wrench`` (WrenchStamped, reliable,
+  transient local) reports what is applied: at its start the wrench, at its end
+  zeros, each stamped with the joint_states stamp of the first state the change
+  acted on (a state stamped in [start, end) was produced by a step with it);
 * optionally publishes ``robot_description`` (transient local, like
   robot_state_publisher) and every ``diagnostics_period`` s ``/diagnostics``.
 
@@ -55,14 +64,17 @@ class SimDriver:
         import mujoco
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
+        from geometry_msgs.msg import WrenchStamped
         from rcl_interfaces.msg import ParameterDescriptor
         from rclpy.executors import SingleThreadedExecutor
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Float64MultiArray, String
 
         from rbd_ros.node.command import float_buffer
         from rbd_ros.node.names import QOS_DESCRIPTION
         from rbd_ros.sim.mujoco_model import JointMap, load_urdf
+        from rbd_ros.sim.wrench import START, WrenchSchedule
 
         self._mujoco = mujoco
         self.context = context
@@ -96,6 +108,8 @@ class SimDriver:
         integrator = declare("integrator", "rk4", "rk4 (energy-conserving), euler or implicitfast")
         gravity = declare("gravity", [0.0, 0.0, -9.81], "gravity in the world frame, m/s^2")
         self.diag_period = float(declare("diagnostics_period", 1.0, "s between /diagnostics"))
+        declare("wrench_duration", 1.0, "s; how long a wrench from ~/apply_wrench is applied "
+                "(read when the message arrives; settable at run time)", read_only=False)
         if not (self.rate > 0 and math.isfinite(self.rate)):
             raise ValueError(f"rate: expected a positive number of Hz, got {self.rate}")
         if not (publish_rate >= 0 and math.isfinite(publish_rate)):
@@ -130,6 +144,7 @@ class SimDriver:
         self.counts = {"commands_in": 0, "dropped_wrong_length": 0, "dropped_not_finite": 0,
                        "stale_periods": 0}
         self._warn_t = 0.0
+        self._last_wrench_link = ""
         self.applied = np.zeros(nj)
         self._stale = True
 
@@ -152,6 +167,14 @@ class SimDriver:
             self._desc_pub = n.create_publisher(String, "robot_description", QOS_DESCRIPTION)
             self._desc_pub.publish(String(data=text))
         self.sub = n.create_subscription(Float64MultiArray, "effort_command", self._on_command, 10)
+        self.wrench = WrenchSchedule(self.mjm, self.model, self.rate)
+        self.counts["wrenches_dropped"] = 0
+        self._WrenchStamped = WrenchStamped
+        self._wrench_start = START
+        self.pub_wrench = n.create_publisher(WrenchStamped, "~/applied_wrench", QoSProfile(
+            depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        self.sub_wrench = n.create_subscription(WrenchStamped, "~/apply_wrench", self._on_wrench, 10)
+        n.add_on_set_parameters_callback(self._check_parameters)
         self.publish_every = 1 if publish_rate == 0 else max(1, round(self.rate / publish_rate))
         self.stats = {"steps": 0, "overruns": 0, "late_max_ms": 0.0, "resyncs": 0, "sim_resets": 0}
         self._stop = threading.Event()
@@ -182,6 +205,37 @@ class SimDriver:
             return
         self.counts["commands_in"] += 1
         self._cmd = (data, now)
+
+    def _check_parameters(self, params):
+        from rcl_interfaces.msg import SetParametersResult
+        for p in params:
+            if p.name == "wrench_duration":
+                x = p.value
+                if not (isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0):
+                    return SetParametersResult(successful=False,
+                                               reason=f"wrench_duration: expected a number of s > 0, got {x!r}")
+        return SetParametersResult(successful=True)
+
+    def _on_wrench(self, msg):
+        f, m = msg.wrench.force, msg.wrench.torque
+        try:
+            self.wrench.request(msg.header.frame_id, (f.x, f.y, f.z), (m.x, m.y, m.z),
+                                self.node.get_parameter("wrench_duration").value)
+        except ValueError as e:
+            self.counts["wrenches_dropped"] += 1
+            self.node.get_logger().warning(f"apply_wrench dropped: {e}", throttle_duration_sec=1.0)
+
+    def _publish_wrench(self, event, stamp):
+        """~/applied_wrench at a START (the wrench) or END (zeros) event."""
+        msg = self._WrenchStamped()
+        msg.header.stamp = stamp
+        act = self.wrench.active if event == self._wrench_start else None
+        msg.header.frame_id = act[0] if act is not None else self._last_wrench_link
+        if act is not None:
+            self._last_wrench_link = act[0]
+            (msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z) = (float(x) for x in act[2])
+            (msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z) = (float(x) for x in act[3])
+        self.pub_wrench.publish(msg)
 
     # ------------------------------------------------------------ loop
     def _spin(self):
@@ -216,6 +270,7 @@ class SimDriver:
         shared = self._shared
         bad_acc = d.warning[int(mujoco.mjtWarning.mjWARN_BADQACC)]
         bad_acc.number = 0
+        wrench_step = self.wrench.before_step
         self._spin_thread.start()
         t0 = time.monotonic()
         k = 0
@@ -247,21 +302,27 @@ class SimDriver:
                     self._stale = True
                     self.counts["stale_periods"] += 1
                 d.qfrc_applied[dof] = applied
+                event = None
                 if cmd is not None or not self.wait_for_command:
+                    event = wrench_step(d)
                     mujoco.mj_step(mjm, d)
                 if bad_acc.number:      # MuJoCo found a non-finite/huge acceleration and reset d
                     bad_acc.number = 0
                     self._on_reset()
+                    event = self.wrench.reset(d) or event
                 k += 1
                 stats["steps"] += 1
+                stamp = None
                 if stats["steps"] % every == 0:
                     pos[:] = d.qpos[qadr]
                     vel[:] = d.qvel[dof]
                     eff[:] = applied
                     if not shared:     # this rclpy copies arrays on assignment
                         js.position, js.velocity, js.effort = self._pos_buf, self._vel_buf, self._eff_buf
-                    js.header.stamp = clock.now().to_msg()
+                    js.header.stamp = stamp = clock.now().to_msg()
                     pub(js)
+                if event is not None:
+                    self._publish_wrench(event, stamp if stamp is not None else clock.now().to_msg())
                 work_hist.append(time.monotonic() - now)
                 if now >= next_diag:
                     next_diag = now + self.diag_period
@@ -298,6 +359,7 @@ class SimDriver:
                               message="simulating", hardware_id=self.model.name)
         values = {"model": self.model.name, "rate_hz": self.rate, "sim_time_s": self.data.time,
                   **self.stats, **self.counts, "command_stale": self._stale,
+                  "wrenches_applied": self.wrench.applied, "wrench_active": self.wrench.active is not None,
                   "step_late_p50_ms": float(np.percentile(lat, 50)),
                   "step_late_p99_ms": float(np.percentile(lat, 99)),
                   "step_work_p50_us": float(np.percentile(wk, 50)),

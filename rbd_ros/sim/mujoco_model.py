@@ -228,3 +228,18 @@ def qpos_address(mjm, joint: str) -> int:
 
 def qvel_address(mjm, joint: str) -> int:
     return int(mjm.jnt_dofadr[mjm.joint(joint).id])
+
+
+def wrench_at_com(data, body: int, force, torque, out=None):
+    """MuJoCo's ``xfrc_applied`` row (6,) for a wrench given at the origin of ``body``'s
+    frame in world axes (force N, torque N·m about that origin): MuJoCo applies
+    ``xfrc_applied`` at the body's centre of mass (``xipos``), world axes, so the torque
+    becomes torque + (origin − com) × force.  ``data`` after ``mj_forward``/``mj_step``
+    (positions current).  Writes into ``out`` if given."""
+    f = np.asarray(force, dtype=float)
+    m = np.asarray(torque, dtype=float) + np.cross(data.xpos[body] - data.xipos[body], f)
+    if out is None:
+        out = np.empty(6)
+    out[:3] = f
+    out[3:] = m
+    return out
