@@ -615,9 +615,8 @@ def test_update_allocates_nothing(monkeypatch):
     """300 updates (after a warm-up): the observer's own code allocates nothing, not even
     a temporary.  The core calls it makes are replaced by allocation-free stand-ins here:
     a numba kernel call allocates a small block per array argument while it runs (numba's
-    unboxing, freed at return), and the interim _coriolis_t_v (coriolis_matrix(...).T @ v)
-    allocates its matrix.  [The lead's exact coriolis_transpose_v kernel replaces the
-    latter.]  The baseline is a loop calling a no-op with the same arguments; the
+    unboxing, freed at return; test_update_with_the_core_calls_retains_nothing covers the
+    real calls).  The baseline is a loop calling a no-op with the same arguments; the
     sentinel, an update that makes one (nv,) temporary, is seen."""
     m = _arm()
     samples = _stream(m)
@@ -631,7 +630,7 @@ def test_update_allocates_nothing(monkeypatch):
         np.copyto(out, Ct)
 
     monkeypatch.setattr(obs_mod, "compensation_into", comp)
-    monkeypatch.setattr(obs_mod, "_coriolis_t_v", ctv)
+    monkeypatch.setattr(obs_mod, "coriolis_transpose_v_into", ctv)
 
     def noop(t, q, v, tau):
         return None

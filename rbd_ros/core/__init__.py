@@ -15,21 +15,20 @@ ROS-free; depends on numpy, numba and urdf-parser-py only.
     model2 = model.with_payload("tool", 0.5, [0, 0, 0.05], [1e-3, 0, 0, 1e-3, 0, 1e-3])
     model3 = model.with_armature({"joint1": 0.1})      # rotor inertia per DOF
     model.tree                                         # the kinematic tree, named (KinematicTree)
+    obs = rbd.MomentumObserver(model, gain=50.0)       # external joint torques from q, v, tau
 
 The algorithms are declared in ``registry.py``; their public functions are made
 from it (``api.py``).  Conventions: see the README (joint order, free-flyer
 layout, wrench frames, SI units).
 """
-from . import api as _api
 from .api import FEXT_FRAMES
 from .control_loop import compensation_into, dof_indices, friction
+from .functions import PUBLIC as _PUBLIC
 from .linalg import ltdl, ltdl_solve, ltdl_unpack
 from .model import Model, ModelError
-from .registry import ALGORITHMS as _ALGORITHMS
-from .registry import OTHER_KERNELS as _OTHER_KERNELS
+from .observer import MomentumObserver
 
-_public = _api.build(_ALGORITHMS, [k for ks in _OTHER_KERNELS.values() for k in ks])
-globals().update(_public)
+globals().update(_PUBLIC)
 
 __all__ = ["Model", "ModelError", "ltdl", "ltdl_solve", "ltdl_unpack", "compensation_into", "dof_indices",
-           "FEXT_FRAMES", "friction", *_public]
+           "FEXT_FRAMES", "friction", "MomentumObserver", *_PUBLIC]

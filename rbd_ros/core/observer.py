@@ -49,7 +49,8 @@ import math
 
 import numpy as np
 
-from .dynamics import compensation_into, coriolis_matrix, dof_indices
+from .control_loop import compensation_into, dof_indices
+from .functions import coriolis_transpose_v_into
 from .model import Model
 
 _F8 = np.dtype(np.float64)
@@ -64,16 +65,6 @@ JUMP = "jump"                  # |q_k - q_{k-1}| > max_jump on some coordinate: 
 TIME = "time_not_increasing"   # t_k <= t_{k-1}: re-initialised, zeros
 NOT_FINITE = "not_finite"      # NaN/inf input or an overflowing result: zeros, uninitialised
 RESTARTS = (STARTED, GAP, JUMP, TIME, NOT_FINITE)
-
-
-def _coriolis_t_v(model, q, v, out):
-    """out[:] = C(q, v)ᵀ v (nv,).  Interim: from the full Coriolis matrix, which
-    allocates (an nv×nv matrix and a vector per call); the lead replaces this one
-    function with the exact, allocation-free kernel ``rbd.coriolis_transpose_v``.
-    Raises ValueError (from the core) if the result is not finite."""
-    C = coriolis_matrix(model, q, v)
-    with np.errstate(over="ignore", invalid="ignore"):      # overflow: inf, caught by the caller
-        out[:] = C.T @ v
 
 
 class MomentumObserver:
@@ -258,7 +249,7 @@ class MomentumObserver:
         g, H, b, p, f = self._g, self._H, self._b, self._p, self._f
         try:
             compensation_into(self.model, q, v, self._dofs, g, None, H)
-            _coriolis_t_v(self.model, q, v, self._ctv)
+            coriolis_transpose_v_into(self.model, q, v, self._ctv)
         except ValueError:
             return False
         np.dot(H, v, out=p)
