@@ -16,12 +16,14 @@ ROS-free; depends on numpy, numba and urdf-parser-py only.
     model3 = model.with_armature({"joint1": 0.1})      # rotor inertia per DOF
     model.tree                                         # the kinematic tree, named (KinematicTree)
     obs = rbd.MomentumObserver(model, gain=50.0)       # external joint torques from q, v, tau
+    est = rbd.external_wrench(model, q, tau_ext, "tool")  # the wrench at a frame that explains them
 
 The algorithms are declared in ``registry.py``; their public functions are made
 from it (``api.py``).  Conventions: see the README (joint order, free-flyer
 layout, wrench frames, SI units).
 """
 from .api import FEXT_FRAMES
+from .contact import CollisionDetector, external_wrench
 from .control_loop import compensation_into, dof_indices, friction
 from .functions import PUBLIC as _PUBLIC
 from .linalg import ltdl, ltdl_solve, ltdl_unpack
@@ -31,4 +33,4 @@ from .observer import MomentumObserver
 globals().update(_PUBLIC)
 
 __all__ = ["Model", "ModelError", "ltdl", "ltdl_solve", "ltdl_unpack", "compensation_into", "dof_indices",
-           "FEXT_FRAMES", "friction", "MomentumObserver", *_PUBLIC]
+           "FEXT_FRAMES", "friction", "MomentumObserver", "external_wrench", "CollisionDetector", *_PUBLIC]
