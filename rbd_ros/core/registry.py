@@ -35,6 +35,7 @@ import numpy as np
 from numba import typeof
 from numba.core import types as nbt
 
+from . import _numba_compat as nbc
 from . import reference as ref
 from .algorithms import aba as _aba
 from .algorithms import compensation as _comp
@@ -216,3 +217,15 @@ def kernels_of(names) -> tuple:
         n = n[:-5] if n.endswith("_into") and n[:-5] in BY_NAME else n
         out += BY_NAME[n].dispatchers() if n in BY_NAME else OTHER_KERNELS[n]
     return tuple(dict.fromkeys(out))
+
+
+def will_compile(names) -> bool:
+    """True if a kernel behind the public functions ``names`` is neither compiled in this
+    process nor in numba's disk cache (its first call will compile: seconds)."""
+    return nbc.will_compile(kernels_of(names))
+
+
+def cached(names) -> bool:
+    """True if every kernel behind the public functions ``names`` is compiled in this
+    process or in numba's disk cache (another process may have just written it)."""
+    return all(k.signatures or nbc.cached_on_disk(k) for k in kernels_of(names))
