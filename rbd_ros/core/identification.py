@@ -225,7 +225,7 @@ def identify(model, q, v, a, tau, *, friction=True, armature=True, prior_weight=
     ``damping``, ``friction``, ``armature``), no payloads (``model``'s payloads
     are part of its body parameters and are re-identified with them).  Every
     body is physically consistent.  Raises ValueError naming a bad argument."""
-    from scipy.optimize import least_squares     # heavy optional dependency (the identification extra)
+    from scipy.optimize import least_squares  # heavy optional dependency (the identification extra)
     Q, V, A, T = _samples(model, q, v, a, tau)
     N, nv, nb = T.shape[0], model.nv, model.nbodies
     names = ine.body_link_names(model)

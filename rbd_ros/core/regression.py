@@ -159,7 +159,7 @@ def random_states(model, n, rng):
     lo, hi = model.position_limit[:, 0], model.position_limit[:, 1]
     lo, hi = np.where(np.isfinite(lo), lo, -np.pi), np.where(np.isfinite(hi), hi, np.pi)
     Q = np.zeros((n, model.nq))
-    for name, t, iq, iv, nq in zip(model.joint_names, model.joint_types, model.idx_q, model.idx_v, model.joint_nq):
+    for t, iq, iv, nq in zip(model.joint_types, model.idx_q, model.idx_v, model.joint_nq):
         if t == "floating":
             Q[:, iq:iq + 3] = rng.uniform(-1, 1, (n, 3))
             u = rng.normal(size=(n, 4))
@@ -174,7 +174,7 @@ def base_parameters(model, free=None, n_samples=None, seed=0, rtol=1e-8, velocit
     vector; default all) from the regressor stacked over random states (QR with
     column pivoting of the column-normalised matrix; rank: |R_kk| > rtol |R_00|).
     Columns whose norm is below 1e-10 of the largest are structurally zero."""
-    from scipy.linalg import qr      # heavy optional dependency (the identification extra)
+    from scipy.linalg import qr  # heavy optional dependency (the identification extra)
     p = n_parameters(model)
     free = np.arange(p) if free is None else np.asarray(free, dtype=int)
     n = n_samples or max(50, 3 * len(free) // max(model.nv, 1) + 20)
