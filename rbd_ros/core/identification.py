@@ -29,14 +29,22 @@ Cost, minimised over physically consistent parameters only:
   is split (e.g. link1's Ixx, Iyy do not matter for a joint with a fixed
   vertical axis: they stay at the URDF's values).
 
-Physical consistency by the log-Cholesky parametrisation (Rucker & Wensing
-2022, ``inertial.py``) and scipy.optimize.least_squares (trust-region
-reflective; friction and armature bounded >= 0).  Chosen over an LMI (cvxpy)
-because every iterate is a real body with a positive-definite pseudo-inertia,
-so the result passes ``with_inertial_parameters`` without a projection step,
-scipy is the only solver dependency, and the map is a diffeomorphism onto
-the positive-definite cone, so the convex problem in pi has no spurious
-local minima in θ.  The data enter through their per-joint normal equations
+Physical consistency: first the unconstrained optimum (linear least
+squares); if every body in it is physically consistent (and friction,
+armature >= 0), that is the answer.  Otherwise the bodies are parametrised
+by the Cholesky factor of their pseudo-inertia (``inertial.py``, after
+Rucker & Wensing 2022) and the friction and armature by their logarithms,
+and scipy.optimize.least_squares (Levenberg-Marquardt, MINPACK) minimises
+the same cost from the unconstrained optimum with each inconsistent body
+moved to the nearest consistent one.  Chosen over an LMI (cvxpy): every
+iterate is a real body, so the result passes ``with_inertial_parameters``
+without a projection step, and scipy is the only solver dependency.  The
+cost is convex in pi and J = U Uᵀ is a full-rank factorisation, so the local
+minima found are global; where the optimum lies on the boundary (a flat or
+thin body, common for parameters the data barely see) the convergence is
+slow and the solver stops when the cost changes by < 1e-6 relative (measured
+on the MuJoCo proof: within 0.1 % of the cost after 10x more iterations).
+The data enter through their per-joint normal equations
 (p x p each), so the optimiser's cost does not grow with the number of samples.
 """
 from dataclasses import dataclass, field
@@ -206,7 +214,7 @@ def least_excited(Gw, names, k=3):
 
 def identify(model, q, v, a, tau, *, friction=True, armature=True, prior_weight=DEFAULT_PRIOR_WEIGHT,
              joint_noise=None, velocity_eps=DEFAULT_VELOCITY_EPS, coulomb_min_velocity=DEFAULT_COULOMB_MIN_VELOCITY,
-             bodies=None, max_condition=None, progress=None):
+             bodies=None, max_condition=None, max_evaluations=1000, progress=None):
     """(identified model, IdentificationReport) from N samples (arrays (N, nq),
     (N, nv), (N, nv), (N, nv); q, qd, qdd as the model orders them, tau the
     joint torques the actuators applied; filter and differentiate first, see
@@ -218,8 +226,10 @@ def identify(model, q, v, a, tau, *, friction=True, armature=True, prior_weight=
     default every body with mass > 0; the others keep their parameters);
     ``joint_noise``: σ per DOF (N·m or N), default estimated (module
     docstring); ``max_condition``: raise ExcitationError when the weighted base
-    regressor's condition number exceeds it; ``progress(done, total)``: called
-    while the regressor is evaluated.
+    regressor's condition number exceeds it; ``max_evaluations``: of the
+    constrained solver (needed only when the unconstrained optimum is not
+    physically consistent); ``progress(done, total)``: called while the
+    regressor is evaluated.
 
     The identified model has the fitted parameters for its bodies (and
     ``damping``, ``friction``, ``armature``), no payloads (``model``'s payloads
@@ -295,13 +305,25 @@ def identify(model, q, v, a, tau, *, friction=True, armature=True, prior_weight=
     sq = np.sqrt(prior_weight) / scale[free]
 
     # variables: θ per fitted body, then the log of each free extra (friction, armature >= 0)
-    theta0 = []
+    # the unconstrained optimum (a linear least-squares problem); if every body in it is physically
+    # consistent and every friction and armature >= 0, it is the answer; otherwise it is the start,
+    # each inconsistent body moved to the nearest consistent one (pseudo-inertia eigenvalues clipped)
+    A_ls = np.vstack([MB[:, free], np.diag(sq)])
+    rhs = np.concatenate([z - MB @ pi_c, sq * pi0[free]])
+    start = pi_c.copy()
+    start[free] = np.linalg.lstsq(A_ls, rhs, rcond=None)[0]
+    theta0, consistent = [], True
     for i in fit:
-        row = P0[i] if P0[i, 0] > 0 else ine.from_com(1e-3 * m_ref, np.zeros(3), 1e-6 * m_ref * np.eye(3))
-        theta0.append(ine.parameters_to_log_cholesky(row))
+        row = start[10 * i:10 * i + 10]
+        ok = row[0] > 0 and ine.consistency_margin(row) > 1e-9
+        consistent &= bool(ok)
+        if not row[0] > 0:
+            row = P0[i] if P0[i, 0] > 0 else ine.from_com(1e-3 * m_ref, np.zeros(3), 1e-6 * m_ref * np.eye(3))
+        theta0.append(ine.parameters_to_cholesky(row, floor=1e-6))
     n_th = 10 * len(fit)
     extras = free[len(fit) * 10:]
-    x0 = np.concatenate(theta0 + [np.log(np.maximum(pi0[extras], 1e-6 * scale[extras]))])
+    consistent &= bool(np.all(start[extras] >= 0))
+    x0 = np.concatenate(theta0 + [np.log(np.maximum(start[extras], 1e-6 * scale[extras]))])
 
     def params(x, jac=False):
         pi = pi_c.copy()
@@ -309,9 +331,9 @@ def identify(model, q, v, a, tau, *, friction=True, armature=True, prior_weight=
         for k, i in enumerate(fit):
             if jac:
                 pi[10 * i:10 * i + 10], D[10 * i:10 * i + 10, 10 * k:10 * k + 10] = \
-                    ine.log_cholesky_to_parameters(x[10 * k:10 * k + 10], jacobian=True)
+                    ine.cholesky_to_parameters(x[10 * k:10 * k + 10], jacobian=True)
             else:
-                pi[10 * i:10 * i + 10] = ine.log_cholesky_to_parameters(x[10 * k:10 * k + 10])
+                pi[10 * i:10 * i + 10] = ine.cholesky_to_parameters(x[10 * k:10 * k + 10])
         pi[extras] = np.exp(np.minimum(x[n_th:], 700.0))
         if jac:
             D[extras, n_th + np.arange(extras.size)] = pi[extras]
@@ -325,10 +347,13 @@ def identify(model, q, v, a, tau, *, friction=True, armature=True, prior_weight=
         _, D = params(x, jac=True)
         return np.vstack([MB @ D, sq[:, None] * D[free]])
 
-    # Levenberg-Marquardt (MINPACK): unconstrained in (θ, log extras), small dense problem
-    sol = least_squares(fun, x0, jac=jac, method="lm", x_scale="jac", max_nfev=2000, xtol=1e-12, ftol=1e-12,
-                        gtol=1e-10)
-    pi_hat, _ = params(sol.x)
+    if consistent:
+        pi_hat, message = start, "closed form: the unconstrained optimum is physically consistent"
+    else:   # Levenberg-Marquardt (MINPACK): unconstrained in (θ, log extras), small dense problem
+        sol = least_squares(fun, x0, jac=jac, method="lm", max_nfev=max_evaluations, ftol=1e-6, xtol=1e-10,
+                            gtol=1e-10)
+        pi_hat, _ = params(sol.x)
+        message = f"Cholesky-parametrised least squares: {sol.message} ({sol.nfev} evaluations)"
     P_hat = pi_hat[:10 * nb].reshape(nb, 10)
     arm, damp, fric = (pi_hat[10 * nb + k * nv:10 * nb + (k + 1) * nv] for k in range(3))
     out = ine._rebuilt(model, P_hat, damping=damp if friction else None, friction=fric if friction else None)
@@ -340,5 +365,5 @@ def identify(model, q, v, a, tau, *, friction=True, armature=True, prior_weight=
         n_base=base.rank, joint_noise=sigma, prior_weight=float(prior_weight), velocity_eps=float(velocity_eps),
         params_before=P0, params_after=P_hat, armature=(model.armature.copy(), out.armature.copy()),
         damping=(model.damping.copy(), out.damping.copy()), friction=(model.friction.copy(), out.friction.copy()),
-        solver=f"{sol.message} ({sol.nfev} evaluations)", base_description=bnames)
+        solver=message, base_description=bnames)
     return out, report

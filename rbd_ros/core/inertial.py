@@ -18,14 +18,18 @@ is positive semi-definite exactly when some real mass distribution has these
 parameters (m ≥ 0, I_c ⪰ 0 and the triangle inequalities follow).  It moves
 between frames as J_B = T J_A Tᵀ with T = [[R, p], [0, 1]].
 
-Log-Cholesky parametrisation (Rucker & Wensing 2022): θ = (α, d1, d2, d3,
-s12, s23, s13, t1, t2, t3) ↦ J = U Uᵀ with
+Cholesky parametrisation (after the log-Cholesky one of Rucker & Wensing
+2022): θ = (α, d1, d2, d3, s12, s23, s13, t1, t2, t3) ↦ J = U Uᵀ with
 
-    U = e^α [[e^d1, s12, s13, t1], [0, e^d2, s23, t2], [0, 0, e^d3, t3], [0, 0, 0, 1]]
+    U = e^α [[d1, s12, s13, t1], [0, d2, s23, t2], [0, 0, d3, t3], [0, 0, 0, 1]]
 
-is a smooth bijection of R^10 onto the positive *definite* pseudo-inertias
-(m = e^{2α}, c = t), so an unconstrained optimiser over θ only ever sees
-physically consistent bodies.
+maps R^10 onto the pseudo-inertias with m = e^{2α} > 0 (c = t; the second
+moment about the COM is e^{2α} D Dᵀ, D the upper-left 3x3 block), so an
+unconstrained optimiser over θ only ever sees physically consistent bodies.
+Rucker & Wensing write d_i = e^{δ_i} (positive definite J only); the linear
+d_i here reach the boundary too (thin or flat bodies, where the optimum of
+an identification often lies) at finite θ, so the optimiser converges there
+instead of creeping toward it.
 """
 import dataclasses
 import threading
@@ -143,32 +147,28 @@ def check_parameters(pi, names, what="pi"):
     return P
 
 
-# ------------------------------------------------------------------ log-Cholesky
+# ------------------------------------------------------------------ Cholesky parametrisation
 
-def log_cholesky_to_parameters(theta, jacobian=False):
+def cholesky_to_parameters(theta, jacobian=False):
     """pi (10,) of θ (10,) (module docstring); with ``jacobian`` also dpi/dθ (10, 10)."""
     a, d1, d2, d3, s12, s23, s13, t1, t2, t3 = theta
-    a, d1, d2, d3 = np.clip([a, d1, d2, d3], -300.0, 300.0)       # e^(2 x) stays finite
-    e = np.exp(a)
-    U = e * np.array([[np.exp(d1), s12, s13, t1], [0.0, np.exp(d2), s23, t2], [0.0, 0.0, np.exp(d3), t3],
-                      [0.0, 0.0, 0.0, 1.0]])
+    e = np.exp(np.clip(a, -300.0, 300.0))          # m = e^(2 a) stays finite and > 0
+    U = e * np.array([[d1, s12, s13, t1], [0.0, d2, s23, t2], [0.0, 0.0, d3, t3], [0.0, 0.0, 0.0, 1.0]])
     pi = from_pseudo_inertia(U @ U.T)
     if not jacobian:
         return pi
     dU = np.zeros((N_PARAMS, 4, 4))
     dU[0] = U
-    for k, (r, c) in enumerate(((0, 0), (1, 1), (2, 2))):
-        dU[1 + k, r, c] = U[r, c]
-    for k, (r, c) in enumerate(((0, 1), (1, 2), (0, 2), (0, 3), (1, 3), (2, 3))):
-        dU[4 + k, r, c] = e
+    for k, (r, c) in enumerate(((0, 0), (1, 1), (2, 2), (0, 1), (1, 2), (0, 2), (0, 3), (1, 3), (2, 3))):
+        dU[1 + k, r, c] = e
     dJ = dU @ U.T + U @ np.swapaxes(dU, 1, 2)
     return pi, from_pseudo_inertia(dJ).T
 
 
-def parameters_to_log_cholesky(pi, floor=1e-9):
+def parameters_to_cholesky(pi, floor=1e-9):
     """θ (10,) of a 10-vector with m > 0.  A pseudo-inertia that is not positive
-    definite is first moved to the nearest one with eigenvalues >= ``floor`` ×
-    its largest (symmetric eigenvalue clipping), so any URDF body has a θ."""
+    semi-definite is first moved to the nearest one with eigenvalues >= ``floor``
+    × its largest (symmetric eigenvalue clipping), so any URDF body has a θ."""
     J = pseudo_inertia(pi)
     w, V = np.linalg.eigh(J)
     low = floor * max(w[-1], 1e-300)
@@ -178,7 +178,7 @@ def parameters_to_log_cholesky(pi, floor=1e-9):
     L = np.linalg.cholesky(P @ J @ P)             # J = U Uᵀ with U = P L P upper triangular
     U = P @ L @ P
     e = U[3, 3]
-    return np.array([np.log(e), np.log(U[0, 0] / e), np.log(U[1, 1] / e), np.log(U[2, 2] / e),
+    return np.array([np.log(e), U[0, 0] / e, U[1, 1] / e, U[2, 2] / e,
                      U[0, 1] / e, U[1, 2] / e, U[0, 2] / e, U[0, 3] / e, U[1, 3] / e, U[2, 3] / e])
 
 

@@ -17,8 +17,8 @@ Two-step weighted least squares: an unweighted fit gives each joint's noise
 make it optimistic); those of the mass, COM and inertia at the COM follow to
 first order.  If the weighted least-squares estimate is not physically
 consistent (pseudo-inertia not ⪰ 0, e.g. a small payload's inertia lost in
-noise), the same cost is minimised over consistent payloads (log-Cholesky,
-scipy.optimize.least_squares) and ``projected`` is True.
+noise), the same cost is minimised over consistent payloads (Cholesky
+parametrisation, scipy.optimize.least_squares) and ``projected`` is True.
 
 Use the robot's *identified* model: any error of the model lands in r.
 """
@@ -150,16 +150,16 @@ def identify_payload(model, link, q, v, a, tau, *, velocity_eps=DEFAULT_VELOCITY
     if not (x[0] > 0 and ine.consistency_margin(x) >= 0):
         projected = True
         M, z = data_residual(Gw, w @ b, 1.0)
-        th0 = ine.parameters_to_log_cholesky(x if x[0] > 0 else np.array([1e-3, 0, 0, 0, 1e-6, 0, 1e-6, 0, 0, 1e-6]))
+        th0 = ine.parameters_to_cholesky(x if x[0] > 0 else np.array([1e-3, 0, 0, 0, 1e-6, 0, 1e-6, 0, 0, 1e-6]))
 
         def fun(th):
-            return M @ ine.log_cholesky_to_parameters(th) - z
+            return M @ ine.cholesky_to_parameters(th) - z
 
         def jac(th):
-            return M @ ine.log_cholesky_to_parameters(th, jacobian=True)[1]
+            return M @ ine.cholesky_to_parameters(th, jacobian=True)[1]
 
-        x = ine.log_cholesky_to_parameters(least_squares(fun, th0, jac=jac, method="lm", xtol=1e-14,
-                                                         ftol=1e-14, max_nfev=2000).x)
+        x = ine.cholesky_to_parameters(least_squares(fun, th0, jac=jac, method="lm", xtol=1e-12,
+                                                         ftol=1e-8, max_nfev=2000).x)
     cov = np.linalg.pinv(Gw, rcond=1e-14)
     # first-order propagation to (m, com, inertia at the com)
     Jf = np.zeros((10, 10))
