@@ -214,7 +214,7 @@ def least_excited(Gw, names, k=3):
 
 def identify(model, q, v, a, tau, *, friction=True, armature=True, prior_weight=DEFAULT_PRIOR_WEIGHT,
              joint_noise=None, velocity_eps=DEFAULT_VELOCITY_EPS, coulomb_min_velocity=DEFAULT_COULOMB_MIN_VELOCITY,
-             bodies=None, max_condition=None, max_evaluations=1000, progress=None):
+             bodies=None, max_condition=None, max_evaluations=400, progress=None):
     """(identified model, IdentificationReport) from N samples (arrays (N, nq),
     (N, nv), (N, nv), (N, nv); q, qd, qdd as the model orders them, tau the
     joint torques the actuators applied; filter and differentiate first, see

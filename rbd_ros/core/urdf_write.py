@@ -141,7 +141,7 @@ def identified_urdf(urdf_text, model, bodies=None, dynamics=False):
             edits.append((s, e, tag.rstrip()[:-2].rstrip() + f">\n{ind}{step}{body}\n{ind}</link>".encode()))
         else:
             close = data.rindex(b"</link>", s, e)
-            edits.append((close, close, f"{step}{body}\n{ind}".encode()))
+            edits.append((close, close, (f"{step}{body}\n{ind}" if b"\n" in data[s:e] else body).encode()))
 
     for i in fit:
         pi = P[i]
@@ -183,7 +183,7 @@ def identified_urdf(urdf_text, model, bodies=None, dynamics=False):
             s, e = top[("joint", name)]
             ind = _indent(data, s)
             close = data.rindex(b"</joint>", s, e)
-            edits.append((close, close, f"  {new}\n{ind}".encode()))
+            edits.append((close, close, (f"  {new}\n{ind}" if b"\n" in data[s:e] else new).encode()))
 
     out = bytearray(data)
     for s, e, new in sorted(edits, key=lambda x: x[0], reverse=True):
