@@ -258,7 +258,8 @@ def identify(model, q, v, a, tau, *, friction=True, armature=True, prior_weight=
                           None if progress is None else (lambda k: progress(k, N)))
     if np.any(ne.n < 1):
         bad = [dof_names(model)[j] for j in np.flatnonzero(ne.n < 1)]
-        raise ExcitationError(f"joints {bad} never move faster than coulomb_min_velocity = {coulomb_min_velocity} "
+        raise ExcitationError(f"too little excitation: joints {bad} never move faster than coulomb_min_velocity = "
+                              f"{coulomb_min_velocity} "
                               "(no row left to fit them)")
     base = base_parameters(model, free=free, velocity_eps=velocity_eps)
     ind = base.independent

@@ -155,7 +155,7 @@ def prepare(t, q, v, tau, *, cutoff_hz=DEFAULT_CUTOFF_HZ, order=4, output_rate=N
     Butterworth low-pass of ``order`` at ``cutoff_hz`` run forwards and
     backwards (scipy.signal.filtfilt: no delay), qd = filtered v (or d/dt of
     the filtered q when v is None), qdd = central differences of qd, ``trim``
-    seconds (default 2 / cutoff) dropped at each end of each segment, then
+    seconds (default 4 / cutoff: the filter's edge transients, seen in qdd) dropped at each end of each segment, then
     every k-th sample kept for ``output_rate`` (default 10 x cutoff; None or
     >= the sample rate: no decimation)."""
     from scipy.signal import butter, filtfilt  # heavy optional dependency (the identification extra)
@@ -172,7 +172,7 @@ def prepare(t, q, v, tau, *, cutoff_hz=DEFAULT_CUTOFF_HZ, order=4, output_rate=N
     if not 0 < cutoff_hz < 0.5 * fs:
         raise RecordingError(f"cutoff_hz: {cutoff_hz} Hz must be between 0 and half the sample rate ({0.5 * fs:g} Hz)")
     b, a = butter(order, cutoff_hz / (0.5 * fs))
-    trim = 2.0 / cutoff_hz if trim is None else float(trim)
+    trim = 4.0 / cutoff_hz if trim is None else float(trim)
     rate = 10.0 * cutoff_hz if output_rate is None else float(output_rate)
     step = max(1, int(np.floor(fs / rate))) if rate < fs else 1
     cuts = np.flatnonzero(np.diff(t) > 5 * dt) + 1
