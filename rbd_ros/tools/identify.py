@@ -50,6 +50,9 @@ def build_parser():
     p.add_argument("--max-cond", type=float, default=DEFAULT_MAX_COND,
                    help=f"refuse recordings whose regressor condition number exceeds this "
                    f"(default {DEFAULT_MAX_COND:g})")
+    p.add_argument("--armature", nargs="+", type=float, metavar="A",
+                   help="known rotor inertia per joint (URDF joint order; one value for all): URDF has no element "
+                   "for it, so pass what an earlier rbd_identify printed (with --payload, or with --no-armature)")
     p.add_argument("--ignore-joints", nargs="*", default=[], metavar="NAME",
                    help="joints in the bag that the URDF does not have and that may be ignored")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -148,6 +151,12 @@ def run(args):
         raise RecordingError(f"--urdf {args.urdf}: {e}") from None
     with open(args.urdf, encoding="utf-8") as f:
         urdf_text = f.read()
+    if args.armature:
+        arm = args.armature * model.nv if len(args.armature) == 1 else args.armature
+        try:
+            model = model.with_armature(np.array(arm, dtype=float))
+        except ValueError as e:
+            raise RecordingError(f"--armature: {e}") from None
     bad = [n for n, t in zip(model.joint_names, model.joint_types) if t in ("floating", "planar")]
     if bad:
         raise RecordingError(f"--urdf: joints {bad} are floating or planar; rbd_identify handles fixed-base robots "
@@ -188,8 +197,8 @@ def run(args):
             out_text, notes = identified_urdf(urdf_text, new_model, dynamics=not args.no_friction) \
                 if args.out else (None, [])
             if not args.no_armature:
-                print("armature (no URDF element; the node's `armature` parameter, joints order): "
-                      f"[{', '.join(f'{x:.6g}' for x in new_model.armature)}]")
+                print("armature (no URDF element: the node's `armature` parameter, rbd_identify --armature; "
+                      f"joint order): [{', '.join(f'{x:.6g}' for x in new_model.armature)}]")
     finally:
         bar.close()
     if test is not None:
