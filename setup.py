@@ -35,9 +35,10 @@ ROS_BUILD_WHEELS = [
 ]
 
 # Inertial identification: least squares and signal filters (scipy), rosbag2
-# reading without ROS (rosbags), the CLI's progress bar (tqdm).  Optional: the
+# reading without ROS (rosbags), the CLI's progress bar (tqdm), BLAS on one thread for its
+# small matrices (threadpoolctl).  Optional: the
 # core imports them inside the functions that need them.
-IDENT = ["scipy==1.17.1", "rosbags==0.11.9", "tqdm==4.70.1"]
+IDENT = ["scipy==1.17.1", "rosbags==0.11.9", "tqdm==4.70.1", "threadpoolctl==3.6.0"]
 
 
 def data_dir(folder, pattern="*"):

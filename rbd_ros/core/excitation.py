@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .regression import base_parameters, condition_number, n_parameters, regressor_rows
+from .regression import base_parameters, condition_number, n_parameters, regressor_rows, single_threaded_blas
 
 DEFAULT_ACCELERATION_LIMIT = 5.0     # rad/s² (m/s²)
 DEFAULT_VELOCITY = 1.0               # rad/s (m/s) where the URDF gives no velocity limit
@@ -111,6 +111,7 @@ def _feasible_scale(x, dx, ddx, half, vmax, amax):
     return np.where(np.isfinite(s), s, 0.0)
 
 
+@single_threaded_blas
 def excitation_trajectory(model, duration, *, harmonics=5, period=None, acceleration_limit=DEFAULT_ACCELERATION_LIMIT,
                           position_margin=0.1, ramp=1.0, sample_rate=1000.0, n_eval=100, maxiter=30, n_starts=8,
                           seed=0, velocity_eps=0.01):

@@ -52,7 +52,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import inertial as ine
-from .regression import base_parameters, condition_number, dof_names, normal_equations, parameter_names
+from .regression import (
+    base_parameters,
+    condition_number,
+    dof_names,
+    normal_equations,
+    parameter_names,
+    single_threaded_blas,
+)
 
 DEFAULT_PRIOR_WEIGHT = 1e-3
 DEFAULT_VELOCITY_EPS = 0.01         # rad/s: the node's default friction_velocity_eps
@@ -212,6 +219,7 @@ def least_excited(Gw, names, k=3):
 
 # ------------------------------------------------------------------ identify
 
+@single_threaded_blas
 def identify(model, q, v, a, tau, *, friction=True, armature=True, prior_weight=DEFAULT_PRIOR_WEIGHT,
              joint_noise=None, velocity_eps=DEFAULT_VELOCITY_EPS, coulomb_min_velocity=DEFAULT_COULOMB_MIN_VELOCITY,
              bodies=None, max_condition=None, max_evaluations=400, progress=None):

@@ -36,7 +36,7 @@ from .identification import (
     coulomb_mask,
     data_residual,
 )
-from .regression import CHUNK, condition_number, dof_names, regressor_rows
+from .regression import CHUNK, condition_number, dof_names, regressor_rows, single_threaded_blas
 from .robot_terms import friction as friction_torque
 
 
@@ -87,6 +87,7 @@ def _com_inertia(pi):
     return np.concatenate([[m], c, Ic[[0, 0, 0, 1, 1, 2], [0, 1, 2, 1, 2, 2]]])
 
 
+@single_threaded_blas
 def identify_payload(model, link, q, v, a, tau, *, velocity_eps=DEFAULT_VELOCITY_EPS,
                      coulomb_min_velocity=DEFAULT_COULOMB_MIN_VELOCITY, joint_noise=None, max_condition=None):
     """PayloadEstimate of a rigid payload on URDF link ``link`` (module docstring)

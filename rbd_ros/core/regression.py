@@ -8,6 +8,7 @@ then per DOF the armature, the viscous (``damping``) and the Coulomb
 
     Y = [Y_rigid(q, qd, qdd) | diag(qdd) | diag(qd) | diag(tanh(qd / eps))].
 """
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,6 +16,22 @@ import numpy as np
 from .reference.regressor import regressor_batch
 
 CHUNK = 2000            # samples per regressor call (bounds the memory: CHUNK * nv * p floats)
+
+
+def single_threaded_blas(f):
+    """Decorator: run ``f`` with BLAS on one thread (threadpoolctl, when
+    installed).  The matrices of the identification are small (thousands x
+    ~100), where OpenBLAS's threads cost more than they give: measured 2.3x
+    slower with two threads on this project's loaded 2-core machines."""
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        try:
+            from threadpoolctl import threadpool_limits  # optional dependency (the identification extra)
+        except ImportError:
+            return f(*args, **kwargs)
+        with threadpool_limits(1, user_api="blas"):
+            return f(*args, **kwargs)
+    return wrapper
 
 
 def n_parameters(model):
