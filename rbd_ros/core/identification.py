@@ -42,8 +42,8 @@ without a projection step, and scipy is the only solver dependency.  The
 cost is convex in pi and J = U Uᵀ is a full-rank factorisation, so the local
 minima found are global; where the optimum lies on the boundary (a flat or
 thin body, common for parameters the data barely see) the convergence is
-slow and the solver stops when the cost changes by < 1e-6 relative (measured
-on the MuJoCo proof: within 0.1 % of the cost after 10x more iterations).
+slow: the solver stops when the cost changes by < 1e-6 relative or after
+``max_evaluations`` (the report's ``solver`` line says which).
 The data enter through their per-joint normal equations
 (p x p each), so the optimiser's cost does not grow with the number of samples.
 """

@@ -21,8 +21,7 @@ CHUNK = 2000            # samples per regressor call (bounds the memory: CHUNK *
 def single_threaded_blas(f):
     """Decorator: run ``f`` with BLAS on one thread (threadpoolctl, when
     installed).  The matrices of the identification are small (thousands x
-    ~100), where OpenBLAS's threads cost more than they give: measured 2.3x
-    slower with two threads on this project's loaded 2-core machines."""
+    ~100), where OpenBLAS's threads cost more than they give on a busy machine."""
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
         try:
