@@ -94,8 +94,14 @@ def test_c_an_unknown_payload_is_measured(world, payload_run, noise, storage):
     bag = world.dir / f"payload_{storage}_{noise}"
     write_joint_states_bag(bag, 2000.0 + t, world.nominal.joint_names, Q, V, U, storage=storage)
     arm = [str(x) for x in world.identified.armature]
-    model = _cli(bag, "--urdf", world.urdf, "--payload", "flange", "--armature", *arm, "--holdout", "0")
+    out = world.dir / f"with_payload_{storage}.urdf"
+    model = _cli(bag, "--urdf", world.urdf, "--payload", "flange", "--armature", *arm, "--holdout", "0",
+                 "--out", out)
     mass, com, _ = model.payloads["flange"]
     link, true_mass, true_com, _ = PAYLOAD
     assert abs(mass - true_mass) <= 0.02 * true_mass, mass
     assert np.linalg.norm(com - np.array(true_com)) <= 0.003, com
+    # the URDF with the payload link: the same model
+    back = rbd.Model.from_urdf(out)
+    assert "flange_payload" in back.link_names
+    assert np.allclose(ine.inertial_parameters(back), ine.inertial_parameters(model), rtol=1e-9, atol=1e-12)
