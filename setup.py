@@ -34,6 +34,12 @@ ROS_BUILD_WHEELS = [
     "cmake>=3.21",
 ]
 
+# Inertial identification: least squares and signal filters (scipy), rosbag2
+# reading without ROS (rosbags), the CLI's progress bar (tqdm), BLAS on one thread for its
+# small matrices (threadpoolctl).  Optional: the
+# core imports them inside the functions that need them.
+IDENT = ["scipy==1.17.1", "rosbags==0.11.9", "tqdm==4.70.1", "threadpoolctl==3.6.0"]
+
 
 def data_dir(folder, pattern="*"):
     files = [f for f in glob(os.path.join(folder, pattern)) if os.path.isfile(f)]
@@ -57,7 +63,9 @@ setup(
     install_requires=["numpy>=1.24", "numba>=0.59,<0.69", "urdf-parser-py>=0.0.4"],
     extras_require={
         "test": ["pytest>=7", "pin==4.1.0", "example-robot-data==6.0.0", "mujoco==4.0.0", "hypothesis>=6.100",
-                 "matplotlib==3.11.2", "ruff==0.17.6"],
+                 "matplotlib==3.11.2", "ruff==0.17.6"] + IDENT,
+        # inertial identification (rbd_ros.core.identification, the rbd_identify tool)
+        "ident": IDENT + ["matplotlib>=3.7"],
         "sim": ["mujoco==4.0.0"],
         # scripts/demo.sh: the closed loop on the simulated arm and its picture
         "demo": ["mujoco==4.0.0", "matplotlib==3.11.2"],
@@ -75,6 +83,7 @@ setup(
             "rbd_precompile = rbd_ros.core.precompile:main",
             "rbd_dynamics = rbd_ros.cli:main",
             "sim_driver = rbd_ros.sim.driver:main",
+            "rbd_identify = rbd_ros.tools.identify:main",
         ],
     },
 )

@@ -1,0 +1,226 @@
+"""The joint-torque regressor as identification uses it: the one switch point
+to the compiled kernel, the base parameters, per-joint normal equations and
+the condition number.
+
+Parameter vector (``p`` entries): the bodies' 10-vectors (``inertial.py``),
+then per DOF the armature, the viscous (``damping``) and the Coulomb
+(``friction``) coefficient: tau = Y pi + noise with
+
+    Y = [Y_rigid(q, qd, qdd) | diag(qdd) | diag(qd) | diag(tanh(qd / eps))].
+"""
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from .reference.regressor import regressor_batch
+
+CHUNK = 2000            # samples per regressor call (bounds the memory: CHUNK * nv * p floats)
+
+
+def single_threaded_blas(f):
+    """Decorator: run ``f`` with BLAS on one thread (threadpoolctl, when
+    installed).  The matrices of the identification are small (thousands x
+    ~100), where OpenBLAS's threads cost more than they give on a busy machine."""
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        try:
+            from threadpoolctl import threadpool_limits  # optional dependency (the identification extra)
+        except ImportError:
+            return f(*args, **kwargs)
+        with threadpool_limits(1, user_api="blas"):
+            return f(*args, **kwargs)
+    return wrapper
+
+
+def n_parameters(model):
+    """Length of the full parameter vector: 10 nb + 3 nv."""
+    return 10 * model.nbodies + 3 * model.nv
+
+
+def regressor_rows(model, Q, V, A, velocity_eps):
+    """Y (N, nv, 10 nb + 3 nv) at the N states, every optional column included.
+
+    Every use of the regressor in the identification code goes through this
+    function: it calls the numpy twin (``reference/regressor.py``) today and
+    is the place to switch to the compiled ``rbd.regressor`` kernel."""
+    return regressor_batch(model, Q, V, A, armature=True, damping=True, friction=True, velocity_eps=velocity_eps)
+
+
+def parameter_names(model, body_names):
+    """Readable name of every entry of the full parameter vector."""
+    from .inertial import PARAM_NAMES
+    out = [f"{b}.{p}" for b in body_names for p in PARAM_NAMES]
+    dofs = dof_names(model)
+    for kind in ("armature", "damping", "friction"):
+        out += [f"{d}.{kind}" for d in dofs]
+    return out
+
+
+def dof_names(model):
+    """One name per DOF (planar joints: ``<joint>/x``, ``/y``, ``/theta``; free-flyer: 6 names)."""
+    out = []
+    for name, t, nv in zip(model.joint_names, model.joint_types, model.joint_nv):
+        if nv == 1:
+            out.append(name)
+        elif t == "planar":
+            out += [f"{name}/x", f"{name}/y", f"{name}/theta"]
+        else:
+            out += [f"{name}/{a}" for a in ("vx", "vy", "vz", "wx", "wy", "wz")]
+    return out
+
+
+# ------------------------------------------------------------------ normal equations
+
+@dataclass
+class NormalEquations:
+    """Per-joint sums over the used samples: G[j] = Y_jᵀ Y_j (p, p), b[j] = Y_jᵀ tau_j,
+    c[j] = tau_jᵀ tau_j, n[j] rows (Y_j: joint j's rows of the stacked regressor).
+    The squared error of any pi on joint j is c_j − 2 b_jᵀ pi + piᵀ G_j pi."""
+    G: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    n: np.ndarray
+
+    def sse(self, pi):
+        """(nv,) sum of squared errors per joint of the parameter vector pi."""
+        return np.maximum(self.c - 2.0 * self.b @ pi + np.einsum("jk,jkl,l->j", np.broadcast_to(pi, self.b.shape),
+                                                                  self.G, pi), 0.0)
+
+    def rms(self, pi):
+        """(nv,) RMS error per joint of pi over the used rows."""
+        return np.sqrt(self.sse(pi) / np.maximum(self.n, 1))
+
+
+def normal_equations(model, Q, V, A, tau, velocity_eps, mask=None, progress=None):
+    """NormalEquations of the stacked regressor over N samples (chunks of CHUNK).
+    ``mask`` (N, nv) bool: the rows to use (None: all); ``progress(k)``: called
+    with the number of samples done after each chunk."""
+    N, nv = tau.shape
+    p = n_parameters(model)
+    G, b, c, n = np.zeros((nv, p, p)), np.zeros((nv, p)), np.zeros(nv), np.zeros(nv)
+    for k in range(0, N, CHUNK):
+        sl = slice(k, min(k + CHUNK, N))
+        Y = regressor_rows(model, Q[sl], V[sl], A[sl], velocity_eps)
+        t = tau[sl]
+        w = np.ones_like(t) if mask is None else mask[sl].astype(float)
+        for j in range(nv):
+            Yj = Y[:, j, :]
+            cols = np.flatnonzero(np.any(Yj != 0.0, axis=0))       # the bodies and DOFs joint j feels
+            Ys = np.ascontiguousarray(Yj[:, cols] * w[:, j:j + 1])
+            G[j][np.ix_(cols, cols)] += Ys.T @ Ys
+            b[j, cols] += Ys.T @ (t[:, j] * w[:, j])
+            c[j] += np.sum((t[:, j] * w[:, j]) ** 2)
+            n[j] += np.sum(w[:, j])
+        if progress is not None:
+            progress(sl.stop)
+    return NormalEquations(G, b, c, n)
+
+
+# ------------------------------------------------------------------ base parameters
+
+@dataclass(frozen=True)
+class BaseParameters:
+    """The identifiable combinations of a set of ``free`` parameters (Gautier &
+    Khalil 1990): Y[:, free] pi_free = Y[:, independent] pi_b with
+
+        pi_b = pi[independent] + K pi[dependent]        (r = rank entries)
+
+    for every state.  ``independent`` and ``dependent`` are indices into the
+    full parameter vector (together: ``free``).  Columns that never affect the
+    torque are dependent with a zero column in K."""
+    independent: np.ndarray
+    dependent: np.ndarray
+    K: np.ndarray
+    size: int
+
+    @property
+    def rank(self):
+        return len(self.independent)
+
+    @property
+    def matrix(self):
+        """B (r, size) with pi_b = B pi (columns of parameters that are not free: 0)."""
+        B = np.zeros((self.rank, self.size))
+        B[np.arange(self.rank), self.independent] = 1.0
+        B[:, self.dependent] = self.K
+        return B
+
+    def to_base(self, pi):
+        """pi_b (r,) of the full parameter vector pi."""
+        pi = np.asarray(pi, dtype=float)
+        return pi[self.independent] + self.K @ pi[self.dependent]
+
+    def to_full(self, pi_b, reference):
+        """A full parameter vector with base parameters pi_b: the dependent
+        entries keep their value in ``reference`` (e.g. the URDF's), the
+        independent ones absorb the rest."""
+        pi = np.array(reference, dtype=float)
+        pi[self.independent] = np.asarray(pi_b, dtype=float) - self.K @ pi[self.dependent]
+        return pi
+
+    def describe(self, names, tol=1e-9):
+        """One readable line per base parameter, e.g. ``link7.Izz + 1 joint7.armature``."""
+        lines = []
+        for r, i in enumerate(self.independent):
+            terms = [names[i]] + [f"{self.K[r, k]:+.4g} {names[d]}" for k, d in enumerate(self.dependent)
+                                  if abs(self.K[r, k]) > tol]
+            lines.append(" ".join(terms))
+        return lines
+
+
+def random_states(model, n, rng):
+    """n random (q, qd, qdd): angles within the position limits (±π where
+    none), unit quaternions for floating joints, qd, qdd ~ N(0, 1)."""
+    lo, hi = model.position_limit[:, 0], model.position_limit[:, 1]
+    lo, hi = np.where(np.isfinite(lo), lo, -np.pi), np.where(np.isfinite(hi), hi, np.pi)
+    Q = np.zeros((n, model.nq))
+    for t, iq, iv, nq in zip(model.joint_types, model.idx_q, model.idx_v, model.joint_nq):
+        if t == "floating":
+            Q[:, iq:iq + 3] = rng.uniform(-1, 1, (n, 3))
+            u = rng.normal(size=(n, 4))
+            Q[:, iq + 3:iq + 7] = u / np.linalg.norm(u, axis=1, keepdims=True)
+        else:
+            Q[:, iq:iq + nq] = rng.uniform(lo[iv:iv + nq], hi[iv:iv + nq], (n, nq))
+    return Q, rng.normal(size=(n, model.nv)), rng.normal(size=(n, model.nv))
+
+
+def base_parameters(model, free=None, n_samples=None, seed=0, rtol=1e-8, velocity_eps=1e-2):
+    """BaseParameters of the ``free`` entries (indices into the full parameter
+    vector; default all) from the regressor stacked over random states (QR with
+    column pivoting of the column-normalised matrix; rank: |R_kk| > rtol |R_00|).
+    Columns whose norm is below 1e-10 of the largest are structurally zero."""
+    from scipy.linalg import qr  # heavy optional dependency (the identification extra)
+    p = n_parameters(model)
+    free = np.arange(p) if free is None else np.asarray(free, dtype=int)
+    n = n_samples or max(50, 3 * len(free) // max(model.nv, 1) + 20)
+    Q, V, A = random_states(model, n, np.random.default_rng(seed))
+    W = regressor_rows(model, Q, V, A, velocity_eps).reshape(-1, p)[:, free]
+    norms = np.linalg.norm(W, axis=0)
+    live = norms > 1e-10 * max(norms.max(), 1e-300)
+    cols = np.flatnonzero(live)
+    _, R, piv = qr(W[:, cols] / norms[cols], mode="economic", pivoting=True)
+    d = np.abs(np.diag(R))
+    r = int(np.sum(d > rtol * d[0])) if d.size else 0
+    Kn = np.linalg.solve(R[:r, :r], R[:r, r:])
+    ind, dep = cols[piv[:r]], cols[piv[r:]]
+    K = Kn / norms[ind][:, None] * norms[dep][None, :]         # back to the parameters' units
+    K[np.abs(K) < 1e-12 * max(np.abs(K).max(initial=0.0), 1.0)] = 0.0
+    dead = np.flatnonzero(~live)
+    order = np.argsort(ind)
+    K = np.concatenate([K[order], np.zeros((r, dead.size))], axis=1)
+    return BaseParameters(independent=free[ind[order]], dependent=free[np.concatenate([dep, dead])], K=K, size=p)
+
+
+def condition_number(G):
+    """Condition number of a stacked regressor W from its Gram matrix G = WᵀW,
+    after scaling every column to unit norm (van der Sluis 1969: within sqrt(p)
+    of the best column scaling, so the number does not depend on units).  inf
+    when a column is zero or the columns are dependent."""
+    d = np.sqrt(np.diag(G))
+    if G.size == 0:
+        return 1.0
+    if np.any(d <= 1e-300):
+        return float("inf")
+    ev = np.linalg.eigvalsh(G / np.outer(d, d))
+    return float(np.sqrt(ev[-1] / ev[0])) if ev[0] > ev[-1] * 1e-30 else float("inf")

@@ -1,0 +1,1 @@
+"""Command-line tools on rbd_ros.core (no ROS node): ``rbd_identify``."""

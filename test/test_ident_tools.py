@@ -1,0 +1,113 @@
+"""rbd_ros.tools: rosbag2 joint states (sqlite3 and MCAP, written and read
+with rosbags), the zero-phase preprocessing, and rbd_identify's errors."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from ident_sim import ARM_URDF
+
+from rbd_ros.tools import identify as cli
+from rbd_ros.tools.recording import RecordingError, prepare, read_joint_states, write_joint_states_bag
+
+NAMES = [f"joint{i}" for i in range(1, 8)]
+
+
+def _signals(n=3000, rate=1000.0):
+    t = 5.0 + np.arange(n) / rate
+    w = 2 * np.pi * np.array([0.3, 0.5, 0.7, 0.2, 0.4, 0.6, 0.8])
+    q = np.sin(np.outer(t, w))
+    v = np.cos(np.outer(t, w)) * w
+    a = -np.sin(np.outer(t, w)) * w ** 2
+    return t, q, v, a, 3 * q + 1
+
+
+@pytest.mark.parametrize("storage", ["sqlite3", "mcap"])
+def test_bag_round_trip(tmp_path, storage):
+    t, q, v, _, tau = _signals(500)
+    bag = tmp_path / storage
+    write_joint_states_bag(bag, t, NAMES, q, v, tau, storage=storage)
+    rec = read_joint_states(bag)
+    assert rec.names == NAMES and rec.topic == "/joint_states" and rec.skipped == 0
+    assert np.allclose(rec.t, t, atol=1e-9, rtol=0)
+    assert np.array_equal(rec.position, q) and np.array_equal(rec.velocity, v) and np.array_equal(rec.effort, tau)
+    # in another joint order
+    rec2 = read_joint_states(bag, joints=NAMES[::-1])
+    assert np.array_equal(rec2.position, q[:, ::-1])
+
+
+def test_bag_errors_say_what_is_missing(tmp_path):
+    t, q, v, _, tau = _signals(100)
+    write_joint_states_bag(tmp_path / "noeff", t, NAMES, q, v, None)
+    with pytest.raises(RecordingError, match="carry no efforts"):
+        read_joint_states(tmp_path / "noeff")
+    with pytest.raises(RecordingError, match="no such file"):
+        read_joint_states(tmp_path / "missing")
+    write_joint_states_bag(tmp_path / "other", t, NAMES, q, v, tau, topic="/arm/joint_states")
+    with pytest.raises(RecordingError, match="no JointState topic '/joint_states'"):
+        read_joint_states(tmp_path / "other", topic="/joint_states")
+    with pytest.raises(RecordingError, match=r"never named: \['elbow'\]"):
+        read_joint_states(tmp_path / "other", joints=NAMES + ["elbow"])
+
+
+def test_prepare_differentiates_without_delay():
+    t, q, v, a, tau = _signals(6000)
+    s = prepare(t, q, v, tau, cutoff_hz=10.0)
+    assert s.t[0] >= t[0] + 0.4 - 1e-9 and s.t[-1] <= t[-1] - 0.4 + 1e-9      # edges trimmed
+    assert np.allclose(np.diff(s.t), 0.01)                                       # decimated to 10 x cut-off
+    k = np.rint((s.t - t[0]) * 1000).astype(int)
+    assert np.max(np.abs(s.a - a[k])) <= 2e-3 * np.max(np.abs(a))
+    assert np.max(np.abs(s.q - q[k])) <= 1e-4 and np.max(np.abs(s.tau - tau[k])) <= 1e-3
+    # velocities missing: from the positions
+    s2 = prepare(t, q, None, tau, cutoff_hz=10.0)
+    assert np.max(np.abs(s2.v - v[k])) <= 1e-3 * np.max(np.abs(v))
+    # a gap splits the recording; each part filtered on its own
+    keep = np.ones(len(t), bool)
+    keep[2500:2600] = False
+    s3 = prepare(t[keep], q[keep], v[keep], tau[keep], cutoff_hz=10.0)
+    assert not np.any((s3.t > t[2499] - 0.4 + 1e-6) & (s3.t < t[2600] + 0.4 - 1e-6))
+    assert np.max(np.abs(s3.a - a[np.rint((s3.t - t[0]) * 1000).astype(int)])) <= 2e-3 * np.max(np.abs(a))
+    with pytest.raises(RecordingError, match="cutoff_hz"):
+        prepare(t, q, v, tau, cutoff_hz=600.0)
+
+
+def _run(capsys, *argv):
+    rc = cli.main([str(a) for a in argv] + ["--quiet"])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_cli_errors(tmp_path, capsys):
+    t, q, v, _, tau = _signals(200)
+    write_joint_states_bag(tmp_path / "noeff", t, NAMES, q, v, None)
+    rc, _, err = _run(capsys, tmp_path / "noeff", "--urdf", ARM_URDF)
+    assert rc == 2 and "rbd_identify: error:" in err and "no efforts" in err
+    write_joint_states_bag(tmp_path / "extra", t, NAMES + ["gripper"], np.hstack([q, q[:, :1]]),
+                           np.hstack([v, v[:, :1]]), np.hstack([tau, tau[:, :1]]))
+    rc, _, err = _run(capsys, tmp_path / "extra", "--urdf", ARM_URDF)
+    assert rc == 2 and "bag joints ['gripper'] are not joints of" in err and "--ignore-joints gripper" in err
+    write_joint_states_bag(tmp_path / "few", t, NAMES[:5], q[:, :5], v[:, :5], tau[:, :5])
+    rc, _, err = _run(capsys, tmp_path / "few", "--urdf", ARM_URDF)
+    assert rc == 2 and "never named: ['joint6', 'joint7']" in err
+    rc, _, err = _run(capsys, tmp_path / "extra", "--urdf", tmp_path / "none.urdf")
+    assert rc == 2 and "none.urdf" in err
+
+
+def test_cli_refuses_too_little_excitation(tmp_path, capsys):
+    """Slow sines of three joints (the others still): the base regressor is singular."""
+    t, q, v, _, tau = _signals(20000)
+    q[:, 3:], v[:, 3:] = 0.5, 0.0
+    write_joint_states_bag(tmp_path / "still", t, NAMES, q, v, tau)
+    rc, _, err = _run(capsys, tmp_path / "still", "--urdf", ARM_URDF)
+    assert rc == 2 and "too little excitation: joints ['joint4', 'joint5', 'joint6', 'joint7'] never move" in err
+    rc, _, err = _run(capsys, tmp_path / "still", "--urdf", ARM_URDF, "--no-friction")
+    assert rc == 2 and "too little excitation: the condition number" in err
+
+
+def test_console_script_is_registered():
+    with open(os.path.join(os.path.dirname(ARM_URDF), "..", "..", "setup.py")) as f:
+        assert '"rbd_identify = rbd_ros.tools.identify:main"' in f.read()
+    out = subprocess.run([sys.executable, "-m", "rbd_ros.tools.identify", "--help"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and "--payload LINK" in out.stdout
