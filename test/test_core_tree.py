@@ -102,7 +102,7 @@ def test_packed_vector_says_what_the_tree_says(seed, fb, nmim):
 
 def test_payload_armature_gravity_change_the_tree():
     m = rbd.Model.from_urdf(orc.robot_urdf("panda"))
-    lp = m.tree.link("panda_hand")
+    lp = m.tree.link_placement("panda_hand")
     m2 = m.with_payload("panda_hand", 1.5, [0, 0, 0.05], np.zeros((3, 3)))
     dm = m2.tree.mass - m.tree.mass
     assert dm[lp.body] == pytest.approx(1.5) and np.count_nonzero(dm) == 1

@@ -420,6 +420,15 @@ _FALLBACK = '''                if st == _SINGULAR:
 '''
 
 
+def _dim_source(s) -> str:
+    """A dimension of ``Algorithm.out`` as Python source in ``model``."""
+    if s in ("nv", "nq"):
+        return f"model._{s}"
+    if isinstance(s, str) and s.endswith("nb"):
+        return f"{int(s[:-2].rstrip('*') or 1)} * model.nbodies"
+    return str(int(s))
+
+
 def _source(template, e, byte_order_safe):
     inputs = ", ".join(e.inputs)
     fext = e.fext
@@ -430,8 +439,7 @@ def _source(template, e, byte_order_safe):
         extra = ", *_options(_entry, model, (" + ", ".join(names) + ",))"
     defaults = "".join(f", {o.name}" + ("" if o.default is REQUIRED else f"={o.default!r}") for o in e.options)
     out = {("nv",): "model._nv", ("nv", "nv"): "model._shape_H"}.get(tuple(e.out)) or \
-        "(" + ", ".join("model._nv" if s == "nv" else "model._nq" if s == "nq" else str(int(s))
-                        for s in e.out) + ",)"
+        "(" + ", ".join(_dim_source(s) for s in e.out) + ",)"
     return template.format(
         name=e.name, inputs=inputs, extra=extra, out=out, guard=guard,
         params=inputs + defaults + (", f_ext=None, f_ext_frame=\"local\"" if fext else ""),
@@ -482,5 +490,5 @@ def build(algorithms, other_kernels=()) -> dict:
             fns[e.name] = e.public
             continue
         public, into = make_public(e)
-        fns[e.name], fns[e.name + "_into"] = public, into
+        fns[e.name], fns[e.name + "_into"] = (e.wrap(public) if e.wrap else public), into
     return fns

@@ -32,11 +32,8 @@ an identification often lies) at finite θ, so the optimiser converges there
 instead of creeping toward it.
 """
 import dataclasses
-import threading
 
 import numpy as np
-
-from .layout import C_H, C_IBAR, C_MASS, body_row
 
 N_PARAMS = 10
 PARAM_NAMES = ("m", "mcx", "mcy", "mcz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
@@ -186,33 +183,25 @@ def parameters_to_cholesky(pi, floor=1e-9):
 
 def inertial_parameters(model):
     """(nbodies, 10) the model's body parameters (payloads included), model order."""
-    md, mi = model.md, model.mi
+    t = model.tree
     out = np.zeros((model.nbodies, N_PARAMS))
-    for i in range(model.nbodies):
-        o = int(body_row(mi, i))
-        Ibar = md[o + C_IBAR:o + C_IBAR + 9].reshape(3, 3)
-        out[i, 0] = md[o + C_MASS]
-        out[i, 1:4] = md[o + C_H:o + C_H + 3]
-        out[i, 4:] = Ibar[[0, 0, 1, 0, 1, 2], [0, 1, 1, 2, 2, 2]]
+    out[:, 0] = t.mass
+    out[:, 1:4] = t.mass_com
+    out[:, 4:] = t.inertia[:, [0, 0, 1, 0, 1, 2], [0, 1, 1, 2, 2, 2]]
     return out
 
 
 def body_link_names(model):
-    """The URDF link that names each body: the child link of the body's joint
-    (the link whose frame is the body frame).  Found as the first link in
-    ``model.link_names`` attached to the body with the identity transform; the
-    two auxiliary bodies of a planar joint, which no link sits on, are named
-    after the joint's child link with a suffix (``'<link> (planar x)'``, ``(planar y)``)."""
-    names = [None] * model.nbodies
-    for name, info in zip(model.link_names, model.links):
-        if info.body >= 0 and names[info.body] is None and np.array_equal(info.R, np.eye(3)) \
-                and not np.any(info.p):
-            names[info.body] = name
-    linked = list(names)
+    """The URDF link that names each body: its joint's child link (the link whose
+    frame is the body frame, ``model.tree.link``); the two auxiliary bodies of a
+    planar joint, which no link sits on, are named after the joint's child link
+    with a suffix (``'<link> (planar x)'``, ``(planar y)``)."""
+    t = model.tree
+    names = list(t.link)
     for i in range(model.nbodies):                  # planar: P(x) -> P(y) -> R(theta), the last carries the link
-        if linked[i] is None:
-            axis, k = ("y", i + 1) if i + 1 < model.nbodies and linked[i + 1] is not None else ("x", i + 2)
-            names[i] = f"{linked[k] if k < model.nbodies else '?'} (planar {axis})"
+        if not names[i]:
+            axis, k = ("y", i + 1) if i + 1 < model.nbodies and t.link[i + 1] else ("x", i + 2)
+            names[i] = f"{t.link[k] if k < model.nbodies else '?'} (planar {axis})"
     return tuple(names)
 
 
@@ -231,22 +220,13 @@ def with_inertial_parameters(model, pi):
 
 
 def _rebuilt(model, P, damping=None, friction=None):
-    """Today's Model with body rows P (nb, 10) written into a copy of its model
-    vector (no payloads), and optionally other damping / friction vectors.
-    The one place that builds such a model (to be re-based on the Model's
-    public tree view)."""
-    md = np.array(model.md, dtype=float)
-    mi = md.view(np.int64)
-    for i, row in enumerate(P):
-        o = int(body_row(mi, i))
-        md[o + C_MASS] = row[0]
-        md[o + C_H:o + C_H + 3] = row[1:4]
-        md[o + C_IBAR:o + C_IBAR + 9] = inertia_matrix(row).reshape(-1)
-    md.setflags(write=False)
+    """``model`` with body parameters P (nb, 10) in its tree (no payloads), and
+    optionally other damping / friction vectors."""
+    tree = model.base_tree.replace(mass=P[:, 0], mass_com=P[:, 1:4], inertia=inertia_matrix(P))
     world_fixed = model.mass - float(np.sum(inertial_parameters(model)[:, 0]))
-    changes = {"base_mass": world_fixed + float(np.sum(P[:, 0])), "_tls": threading.local()}
+    changes = {"base_mass": world_fixed + float(np.sum(P[:, 0]))}
     if damping is not None:
         changes["damping"] = np.array(damping, dtype=float)
     if friction is not None:
         changes["friction"] = np.array(friction, dtype=float)
-    return dataclasses.replace(model, **changes)._derive(md, {})
+    return dataclasses.replace(model, **changes)._derive(tree, {})

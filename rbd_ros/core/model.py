@@ -14,7 +14,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from . import builder, urdf
+from . import builder, inertial, urdf
 from .checks import bounded, real_array
 from .errors import BOUNDS, ModelError
 from .layout import H_NB, H_NQ, H_NV, workspace_size
@@ -233,6 +233,21 @@ class Model:
         mass = self.base_mass + sum(p[0] for p in payloads.values())
         return replace(self, tree=add_payloads(base_tree, payloads), base_tree=base_tree, payloads=payloads,
                        mass=mass, _tls=threading.local())
+
+    # ---------------------------------------------------------------- inertial parameters
+    def inertial_parameters(self):
+        """(nbodies, 10) per body [m, m cx, m cy, m cz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz]: inertia
+        about the body frame's origin, body frame (Pinocchio's ``dynamicParameters``
+        order), payloads included; ``inertial.body_link_names(model)`` names the rows."""
+        return inertial.inertial_parameters(self)
+
+    def with_inertial_parameters(self, pi):
+        """A copy of this model whose bodies have exactly ``pi`` ((nbodies, 10), as
+        :meth:`inertial_parameters` returns them): checked physically consistent
+        (finite; m > 0 or an all-zero row; pseudo-inertia positive semi-definite),
+        else ValueError naming the body by its URDF link.  The result carries no
+        payloads: theirs are part of ``pi``."""
+        return inertial.with_inertial_parameters(self, pi)
 
     def fext_map(self, frame):
         """Matrix taking per-link wrenches (rows [f; tau], ``link_names`` order,

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import inertial as ine
-from .dynamics import rnea
+from .control_loop import friction as friction_torque
+from .functions import rnea
 from .identification import (
     DEFAULT_COULOMB_MIN_VELOCITY,
     DEFAULT_VELOCITY_EPS,
@@ -37,7 +38,6 @@ from .identification import (
     data_residual,
 )
 from .regression import CHUNK, condition_number, dof_names, regressor_rows, single_threaded_blas
-from .robot_terms import friction as friction_torque
 
 
 @dataclass

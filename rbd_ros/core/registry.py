@@ -60,7 +60,7 @@ class Algorithm:
     doc: str                       # the public function's docstring
     kernel: object                 # numba dispatcher, one state (see the module docstring)
     inputs: tuple                  # argument names: "q" (nq numbers) or v-sized ("v", "a", "tau")
-    out: tuple                     # the result's shape: ints and "nv" / "nq", e.g. ("nv",), (6, "nv")
+    out: tuple                     # the result's shape: ints, "nv", "nq", "nb" or "<k>*nb", e.g. (6, "nv")
     twin: object                   # reference twin: twin(model, *inputs[, f_ext, f_ext_frame])
     regions: tuple                 # workspace regions the kernel writes (layout.SLOTS keys and "mat", "vec")
     batch: object = None           # batch kernel or adapter, None: row by row
@@ -72,12 +72,13 @@ class Algorithm:
     third: str = "a"               # the argument a BAD_A status names
     group: int = 0                 # rbd_precompile: process 0 or 1
     public: object = None          # a hand-written public function instead of the generated one
+    wrap: object = None            # wrap(generated public function) -> the public function (extra keywords)
     warm: object = None            # warm(model): run every kernel once (default: the public function)
     kernels: tuple = field(default=())  # every dispatcher the entry compiles (default: kernel, batch, ...)
 
     def out_shape(self, model) -> tuple:
         """The result's shape for ``model``."""
-        return tuple(model.nv if s == "nv" else model.nq if s == "nq" else int(s) for s in self.out)
+        return tuple(_dim(model, s) for s in self.out)
 
     def plain_types(self) -> tuple:
         """The numba types of the fast path's kernel call (what its guard admits)."""
@@ -91,6 +92,16 @@ class Algorithm:
         """Every numba dispatcher this entry runs."""
         found = [self.kernel, self.fext_kernel, self.batch, self.fallback, *self.kernels]
         return tuple(dict.fromkeys(k for k in found if hasattr(k, "signatures")))
+
+
+def _dim(model, s) -> int:
+    if s == "nv":
+        return model.nv
+    if s == "nq":
+        return model.nq
+    if isinstance(s, str) and s.endswith("nb"):
+        return int(s[:-2].rstrip("*") or 1) * model.nbodies
+    return int(s)
 
 
 # ----------------------------------------------------------------------------- adapters

@@ -51,6 +51,8 @@ class KinematicTree:
     ``joint``        (nb,) URDF joint moving body i (``"root_joint"`` for the
                      free-flyer; a planar joint's three bodies share its name)
     ``joint_type``   (nb,) ``"revolute"``, ``"prismatic"`` or ``"free"``
+    ``link``         (nb,) the URDF link whose frame is body i's frame (its joint's child
+                     link; ``""`` for the two massless bodies a planar joint adds)
     ``axis``         (nb, 3) unit joint axis in the body frame (zero for free joints)
     ``placement_R``, ``placement_p``
                      (nb, 3, 3), (nb, 3): the joint frame's orientation (joint axes
@@ -74,6 +76,7 @@ class KinematicTree:
     parent: np.ndarray
     joint: tuple
     joint_type: tuple
+    link: tuple
     axis: np.ndarray
     placement_R: np.ndarray
     placement_p: np.ndarray
@@ -99,6 +102,7 @@ class KinematicTree:
             object.__setattr__(self, name, _readonly(getattr(self, name), dtype or np.float64))
         object.__setattr__(self, "joint", tuple(self.joint))
         object.__setattr__(self, "joint_type", tuple(self.joint_type))
+        object.__setattr__(self, "link", tuple(self.link))
         object.__setattr__(self, "links", tuple(self.links))
         bad = set(self.joint_type) - set(JOINT_TYPES)
         if bad:
@@ -131,7 +135,7 @@ class KinematicTree:
         """Bodies whose parent is body i (-1: the root bodies)."""
         return [int(k) for k in np.flatnonzero(self.parent == i)]
 
-    def link(self, name: str) -> LinkPlacement:
+    def link_placement(self, name: str) -> LinkPlacement:
         for lp in self.links:
             if lp.name == name:
                 return lp

@@ -213,11 +213,11 @@ def _gravity(g):
 
 class _Body:
     """One elementary body while the tree is built (``KinematicTree`` holds them as arrays)."""
-    __slots__ = ("parent", "jtype", "joint", "R", "p", "axis", "qi", "vi", "mult", "offset", "mimic",
+    __slots__ = ("parent", "jtype", "joint", "link", "R", "p", "axis", "qi", "vi", "mult", "offset", "mimic",
                  "mass", "h", "Ibar")
 
-    def __init__(self, parent, jtype, joint, R, p, axis):
-        self.parent, self.jtype, self.joint = parent, jtype, joint
+    def __init__(self, parent, jtype, joint, R, p, axis, link=""):
+        self.parent, self.jtype, self.joint, self.link = parent, jtype, joint, link
         self.R, self.p, self.axis = R, p, axis
         self.qi = self.vi = 0
         self.mult, self.offset, self.mimic = 1.0, 0.0, False
@@ -241,7 +241,7 @@ def parse(urdf, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81)) -> d
     I3, z3 = np.eye(3), np.zeros(3)
 
     if floating_base:
-        bodies.append(_Body(-1, "free", "root_joint", I3, z3, z3))
+        bodies.append(_Body(-1, "free", "root_joint", I3, z3, z3, root))
         dof_joints.append(("root_joint", "floating", 0))
         link_at[root] = (0, I3, z3)
     else:
@@ -256,12 +256,12 @@ def parse(urdf, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81)) -> d
         if j.type == "fixed":
             link_at[j.child] = (b, R_bJ, p_bJ)
         elif j.type in MOVING:
-            bodies.append(_Body(b, MOVING[j.type], j.name, R_bJ, p_bJ, _axis(j)))
+            bodies.append(_Body(b, MOVING[j.type], j.name, R_bJ, p_bJ, _axis(j), j.child))
             if j.name not in mimics:
                 dof_joints.append((j.name, j.type, len(bodies) - 1))
             link_at[j.child] = (len(bodies) - 1, I3, z3)
         elif j.type == "floating":
-            bodies.append(_Body(b, "free", j.name, R_bJ, p_bJ, z3))
+            bodies.append(_Body(b, "free", j.name, R_bJ, p_bJ, z3, j.child))
             dof_joints.append((j.name, "floating", len(bodies) - 1))
             link_at[j.child] = (len(bodies) - 1, I3, z3)
         else:   # planar: P(e1) -> P(e2) -> R(n), intermediate bodies massless
@@ -270,7 +270,7 @@ def parse(urdf, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81)) -> d
             first = len(bodies)
             bodies.append(_Body(b, "prismatic", j.name, R_bJ, p_bJ, e1))
             bodies.append(_Body(first, "prismatic", j.name, I3, z3, e2))
-            bodies.append(_Body(first + 1, "revolute", j.name, I3, z3, n))
+            bodies.append(_Body(first + 1, "revolute", j.name, I3, z3, n, j.child))
             dof_joints.append((j.name, "planar", first))
             link_at[j.child] = (first + 2, I3, z3)
         stack.extend(reversed(children[j.child]))
@@ -323,6 +323,7 @@ def parse(urdf, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81)) -> d
     link_names = tuple(links)
     tree = KinematicTree(
         parent=[b.parent for b in bodies], joint=[b.joint for b in bodies], joint_type=[b.jtype for b in bodies],
+        link=[b.link for b in bodies],
         axis=np.reshape([b.axis for b in bodies], (-1, 3)), placement_R=np.reshape([b.R for b in bodies], (-1, 3, 3)),
         placement_p=np.reshape([b.p for b in bodies], (-1, 3)), mass=[b.mass for b in bodies],
         mass_com=np.reshape([b.h for b in bodies], (-1, 3)), inertia=np.reshape([b.Ibar for b in bodies], (-1, 3, 3)),

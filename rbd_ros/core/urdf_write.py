@@ -107,7 +107,8 @@ def identified_urdf(urdf_text, model, bodies=None, dynamics=False):
     """(new URDF text, notes) with the inertial parameters of ``model``'s
     bodies (``bodies``: indices, default every body with mass > 0) and, with
     ``dynamics``, ``<dynamics damping friction>`` of every one-axis DOF joint
-    from ``model.damping`` / ``model.friction``.  ``model`` must have been
+    from ``model.damping`` / ``model.friction`` (a mimic joint's own damping and
+    friction set to 0: its master carries them).  ``model`` must have been
     built from ``urdf_text`` (same links and joints).  Notes: one line per
     body whose merged links' inertials were folded (module docstring)."""
     data = urdf_text.encode("utf-8") if isinstance(urdf_text, str) else bytes(urdf_text)
@@ -184,6 +185,15 @@ def identified_urdf(urdf_text, model, bodies=None, dynamics=False):
             ind = _indent(data, s)
             close = data.rindex(b"</joint>", s, e)
             edits.append((close, close, (f"  {new}\n{ind}" if b"\n" in data[s:e] else new).encode()))
+        # a mimic joint's own <dynamics> folds into its master's (urdf.py): the master's
+        # identified value is the whole, so the mimic joint's is set to 0
+        for name in model.mimic_joints:
+            for s, _ in child.get(("dynamics", "joint", name), [])[:1]:
+                tag_end = data.index(b">", s) + 1
+                edits.append((s, tag_end, _set_attributes(data[s:tag_end].decode(),
+                                                          {"damping": "0", "friction": "0"}).encode()))
+                notes.append(f"joint {name!r}: a mimic joint; its <dynamics> damping and friction set to 0 "
+                             f"(its master {model.mimic_joints[name][0]!r} carries the identified values)")
 
     out = bytearray(data)
     for s, e, new in sorted(edits, key=lambda x: x[0], reverse=True):
