@@ -104,7 +104,10 @@ def _compile_elsewhere():
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     try:
         steps = [arg for step in HELPER_STEPS for arg in ("--step", step)]
-        return subprocess.Popen([sys.executable, "-m", "rbd_ros.core.precompile", "--quiet", *steps],
+        # --parent: the helper ends with this process (a Ctrl-C or kill of the node must
+        # not leave it compiling, or waiting for a cache entry, as an orphan)
+        return subprocess.Popen([sys.executable, "-m", "rbd_ros.core.precompile", "--quiet",
+                                 "--parent", str(os.getpid()), *steps],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env)
     except OSError:
         return None
