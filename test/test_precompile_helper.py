@@ -45,16 +45,15 @@ def _has_loaded(pid: int, library: str) -> bool:
 
 
 def test_sigint_during_a_compile_exits_quietly(tmp_path):
-    """Ctrl-C to the process group during a cold compile (what a terminal does when the
-    node starts the helper): exit status 130, nothing on stdout or stderr (it printed
-    ~100 lines of chained KeyboardInterrupt tracebacks)."""
+    """Ctrl-C to the process group during a cold compile (a terminal's, to ``rbd_precompile``
+    or to a helper in the terminal's group): exit status 130, nothing on stdout or stderr
+    (it printed ~100 lines of chained KeyboardInterrupt tracebacks)."""
     p = subprocess.Popen([sys.executable, "-m", "rbd_ros.core.precompile", "--quiet", "--step", "crba",
                           "--step", "aba"], env=_env(tmp_path), stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        # numba's compiler (llvmlite) is loaded and the first kernel is being compiled
-        assert _wait(lambda: _has_loaded(p.pid, "llvmlite"), 60), p.communicate(timeout=5)
-        time.sleep(1.0)
+        # the first kernel is in the cache (so main() runs), the others are being compiled
+        assert _wait(lambda: any(tmp_path.rglob("*.nbi")), 120), p.communicate(timeout=5)
         assert p.poll() is None, "the helper finished before the signal: the test proves nothing"
         os.killpg(p.pid, signal.SIGINT)
         out, err = p.communicate(timeout=20)
