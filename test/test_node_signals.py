@@ -1,9 +1,11 @@
 """Ctrl-C at every phase of the node's start-up, over real DDS: before the model, during a
 cold compile (an empty numba cache of the test's own, so it really compiles; the signal to
 the node alone and, as a terminal sends it, to its whole process group), the instant
-"listening on" is logged, and during the first messages.  Every time: exit code 0,
-nothing on stdout/stderr that a user would take for a crash, and no child process (the
-precompile helper, the service worker) left behind."""
+"listening on" is logged, before the services are ready, during the first messages, and
+at moments spread over the whole start-up.  Every time: exit code 0, nothing on
+stdout/stderr that a user would take for a crash or a broken shutdown (also no "Failed to
+publish log message to rosout": nothing may log through a node whose context is gone), and
+no child process (the precompile helper, the service worker) left behind."""
 import os
 import signal
 import subprocess
@@ -27,14 +29,14 @@ from ros_harness import (
 
 # what a user would read as a crash or a broken shutdown
 CRASH_SIGNS = ("Traceback", "Exception ignored", "KeyboardInterrupt", "RCLError", "terminate called",
-               "Segmentation fault")
+               "Segmentation fault", "Failed to publish log message to rosout", "logger_sublogger_namepair")
 
 
 class Node:
     """``python -m rbd_ros.node`` on the bundled arm, in a session of its own (so that a
     signal can go to its whole process group, as a terminal's Ctrl-C does)."""
 
-    def __init__(self, ns, env=None):
+    def __init__(self, ns, env=None, python_args=("-m", "rbd_ros.node")):
         self.ns = ns
         self.out = tempfile.NamedTemporaryFile("w+", prefix=f"rbd_sig_{ns}_", suffix=".log", delete=False)
         e = dict(os.environ)
@@ -43,7 +45,7 @@ class Node:
         e["RCUTILS_COLORIZED_OUTPUT"] = "0"
         e.update(env or {})
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rbd_ros.node", "--ros-args", "-r", f"__ns:=/{ns}",
+            [sys.executable, *python_args, "--ros-args", "-r", f"__ns:=/{ns}",
              "-p", "urdf_file:=rbd_arm7"],
             stdout=self.out, stderr=subprocess.STDOUT, env=e, start_new_session=True)
         self.seen_children = set()
@@ -194,5 +196,71 @@ def test_sigint_during_the_first_messages(client):
             assert got is not None, node.log()   # the node computes: callbacks are running
             node.interrupt()
             assert_clean_exit(node)
+    finally:
+        node.cleanup()
+
+
+def test_sigint_before_the_services_are_ready():
+    """The node spins, its service worker still starts: every such Ctrl-C logged "Failed to
+    publish log message to rosout: publisher's context is invalid" (the worker's "services
+    ready" arrived after rclpy's signal handler had shut the context down)."""
+    node = Node(unique_ns("sig_sr"))
+    try:
+        assert node.wait_log("listening on", timeout=90), node.log()
+        time.sleep(0.2)   # past gc.freeze: the executors spin
+        assert "services ready" not in node.log() and node.children(), node.log()
+        node.interrupt()
+        assert_clean_exit(node)
+    finally:
+        node.cleanup()
+
+
+@pytest.mark.parametrize("after", [0.3, 0.6, 0.9, 1.2, 1.5])
+def test_sigint_at_moments_spread_over_the_start_up(after):
+    """``after`` s after the process started (the start-up with a warm cache takes ~1-2 s
+    here): imports, model build, warm-up, worker start, spin."""
+    node = Node(unique_ns("sig_t"))
+    try:
+        time.sleep(after)
+        node.interrupt()
+        assert_clean_exit(node)
+    finally:
+        node.cleanup()
+
+
+# rclpy's RcutilsLogger.__init__ sets ``name``, then ``logger_sublogger_namepair``; a
+# SIGINT between the two leaves an object whose __del__ fails ("Exception ignored in
+# RcutilsLogger.__del__ ... no attribute 'logger_sublogger_namepair'", seen once in a
+# fuzz of Ctrl-C times).  This start-up makes the signal land exactly there.
+_INTERRUPTED_LOGGER = """
+import signal, sys
+import rclpy.impl.rcutils_logger as rl
+done = []
+def __init__(self, name=''):
+    self.name = name
+    if 'rbd_dynamics' in name and not done:
+        done.append(1)
+        try:
+            signal.raise_signal(signal.SIGINT)
+            for _ in range(1000):   # the handler runs at the next check between instructions
+                pass
+        except KeyboardInterrupt:
+            print('sentinel: the signal interrupted RcutilsLogger.__init__', file=sys.stderr,
+                  flush=True)
+            raise
+    self.logger_sublogger_namepair = None
+    self.contexts = {}
+rl.RcutilsLogger.__init__ = __init__
+from rbd_ros.node.main import main
+main(sys.argv)
+"""
+
+
+def test_sigint_inside_an_rclpy_logger_constructor():
+    node = Node(unique_ns("sig_lg"), python_args=("-c", _INTERRUPTED_LOGGER))
+    try:
+        log = assert_clean_exit(node)
+        assert "sentinel: the signal interrupted RcutilsLogger.__init__" in log, log
+        assert "listening on" not in log, log
     finally:
         node.cleanup()

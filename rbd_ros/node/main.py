@@ -12,10 +12,16 @@ after that raises ``RCLError: failed to create guard_condition``).  Here the fir
   fd (``signal.set_wakeup_fd``) that this thread reads, so it acts at once, also while the
   main thread waits inside an executor (where the Python-level handler cannot run).
 
-Then, in this order: the service worker is stopped and both nodes destroyed, the rclpy
-context is shut down, child processes still running are ended, and the process exits with
-code 0.  Further signals (``ros2 launch`` forwards a terminal Ctrl-C that the node got
-already) are ignored while it shuts down, also during the exit."""
+Then, in this order: the service worker is stopped and both nodes destroyed (their rosout
+publishers with them), the rclpy context is shut down, child processes still running are
+ended, and the process exits with code 0.  So nothing is logged through a node whose
+context is gone ("Failed to publish log message to rosout: publisher's context is
+invalid").  A KeyboardInterrupt lands between any two Python instructions of the start-up,
+also inside library code: what it breaks on its way out (an exception raised while it
+unwinds, a half-built object whose finaliser fails, e.g. rclpy's ``RcutilsLogger.__del__``)
+is part of the interruption and not reported once the signal came.  Further signals (``ros2
+launch`` forwards a terminal Ctrl-C that the node got already) are ignored while it shuts
+down, also during the exit."""
 import logging
 import os
 import signal
@@ -40,8 +46,15 @@ class _Stop:
         if self.fired:
             return
         self.fired = True
+        sys.unraisablehook = _after_stop
         if not self.spinning:
             raise KeyboardInterrupt
+
+
+def _after_stop(unraisable):
+    """sys.unraisablehook once a stop signal came: finalisers of objects that the signal
+    left half-built fail (e.g. rclpy's RcutilsLogger.__del__, interrupted inside
+    __init__); that is the interruption, not an error to report."""
 
 
 def _stop_on_signal(stop: _Stop, node) -> None:
@@ -136,6 +149,11 @@ def main(args=None):
                 node.spin()
         except KeyboardInterrupt:
             pass
+        except Exception:
+            if not stop.fired:
+                raise
+            # raised while the signal's KeyboardInterrupt unwound the start-up (library
+            # code that handles one exception by raising another): part of the interruption
         finally:
             stop.fired = True  # from here on, signals are ignored: finish the shutdown
             _shut_down(node)
