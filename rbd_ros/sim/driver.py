@@ -315,7 +315,27 @@ class SimDriver:
         self.node.destroy_node()
 
 
+MUJOCO_MISSING = ("[sim_driver] cannot start: MuJoCo's Python package is not available ({error}). "
+                  "The simulated robot runs on it: pip install mujoco (from a source checkout: "
+                  "pip install '.[sim]'); rosdep has no key for it.")
+
+
+def mujoco_error():
+    """None if MuJoCo can be imported, else the import error's text."""
+    try:
+        import mujoco  # noqa: F401  (here, not at the top: the optional dependency of the sim)
+    except ImportError as e:
+        return str(e)
+    return None
+
+
 def main(args=None):
+    """``sim_driver [--ros-args ...]``: exit code 0 after a Ctrl-C, 1 without MuJoCo (one
+    line says what to install), 2 for bad parameters or robot description."""
+    error = mujoco_error()
+    if error is not None:
+        print(MUJOCO_MISSING.format(error=error), file=sys.stderr)
+        return 1
     import rclpy
 
     rclpy.init(args=sys.argv if args is None else args)
