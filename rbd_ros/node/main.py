@@ -1,4 +1,5 @@
-"""``ros2 run rbd_ros dynamics_node [--ros-args ...]``
+"""``ros2 run rbd_ros dynamics_node [--ros-args ...]`` (``-h``/``--help``: the usage, nothing
+else is started or imported)
 
 Signals: SIGINT and SIGTERM are handled here, not by rclpy (``rclpy.init`` with
 ``SignalHandlerOptions.NO``): rclpy's own handler shuts the context down at once, from a
@@ -30,6 +31,37 @@ import threading
 import time
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+USAGE = """\
+usage: ros2 run rbd_ros dynamics_node [-h] [--ros-args ...]
+       ros2 launch rbd_ros dynamics.launch.py [urdf_file:=...] [params_file:=...]
+
+The rbd_ros dynamics node (default name rbd_dynamics): rigid-body dynamics of the robot
+in robot_description, for the joint states it receives.
+
+  in   robot_description (std_msgs/String, latched)   the URDF; or the robot_description
+                                                       / urdf_file parameter
+       joint_states (sensor_msgs/JointState)
+       ~/desired_state (trajectory_msgs/JointTrajectory, one point)   for command_mode
+       ~/payload (geometry_msgs/InertiaStamped)
+  out  ~/gravity_torques, ~/bias_torques, ~/inertia_matrix (std_msgs/Float64MultiArray)
+       ~/effort_command (Float64MultiArray: for a forward_command_controller, effort)
+       ~/*_state twins (sensor_msgs/JointState, stamped with the input), /diagnostics
+  srv  ~/inverse_dynamics, ~/forward_dynamics (+ _trajectory), ~/set_payload
+       (rbd_ros_interfaces)
+
+Parameters: ros2 param list / describe / dump /rbd_dynamics; the defaults with comments
+are in config/dynamics.yaml (share/rbd_ros/config).  Example:
+  ros2 run rbd_ros dynamics_node --ros-args -p urdf_file:=rbd_arm7 \\
+      -r ~/effort_command:=/effort_controller/commands
+Documentation: the README and doc/ of the rbd_ros sources (doc/ros2_control.md).
+"""
+
+
+def wants_help(argv) -> bool:
+    """True if ``-h`` or ``--help`` is among the arguments (``argv[1:]``; no ROS argument
+    is spelled so, nor is it one token of one)."""
+    return any(arg in ("-h", "--help") for arg in argv[1:])
 
 
 class _Stop:
@@ -130,6 +162,10 @@ def _shut_down(node) -> None:
 
 
 def main(args=None):
+    argv = sys.argv if args is None else args
+    if wants_help(argv):
+        print(USAGE, end="")
+        return 0
     stop = _Stop()
     for s in STOP_SIGNALS:
         signal.signal(s, stop)
@@ -141,8 +177,7 @@ def main(args=None):
 
             from rbd_ros.node.dynamics_node import DEFAULT_NAME, DynamicsNode
 
-            rclpy.init(args=sys.argv if args is None else args,
-                       signal_handler_options=SignalHandlerOptions.NO)
+            rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
             node = DynamicsNode(node_name=DEFAULT_NAME)
             _stop_on_signal(stop, node)
             if not stop.fired:
