@@ -5,8 +5,12 @@
     ros2 launch rbd_ros dynamics.launch.py urdf_file:=/path/robot.urdf namespace:=arm \
         params_file:=/path/my_dynamics.yaml
 
-Feed-forward to ros2_control: remap the output, e.g.
+Feed-forward to ros2_control (a forward_command_controller with interface effort):
+remap the output, e.g. the effort command (command_mode in the params file)
+    effort_command_topic:=/effort_controller/commands
+or the plain gravity torques
     gravity_topic:=/effort_controller/commands
+(doc/ros2_control.md; an example launch file with the controller: doc/examples/).
 """
 import os
 
@@ -38,7 +42,8 @@ def _dynamics_node(context):
         output="screen",
         parameters=node_parameters(value("params_file"), value("urdf_file")),
         remappings=[("joint_states", value("joint_states_topic")),
-                    ("~/gravity_torques", value("gravity_topic"))],
+                    ("~/gravity_torques", value("gravity_topic")),
+                    ("~/effort_command", value("effort_command_topic"))],
     )]
 
 
@@ -59,5 +64,8 @@ def generate_launch_description():
         DeclareLaunchArgument("gravity_topic", default_value="~/gravity_torques",
                               description="gravity torque output (e.g. "
                                           "/effort_controller/commands)"),
+        DeclareLaunchArgument("effort_command_topic", default_value="~/effort_command",
+                              description="effort command output, the law of command_mode "
+                                          "(e.g. /effort_controller/commands)"),
         OpaqueFunction(function=_dynamics_node),
     ])

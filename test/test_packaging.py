@@ -1,9 +1,10 @@
 """Packaging for ROS users: launch argument handling, package.xml keys, bundled URDFs
 installed under share/rbd_ros/urdf and resolved through the (real) ament index.
 
-ROS ``launch``/``launch_ros`` are not on PyPI, so the launch file is executed against
-minimal stand-ins of the four launch classes it uses; what is checked is the file's
-own logic (which parameter sources the node gets), not ROS launch itself."""
+ROS ``launch``/``launch_ros`` are not on PyPI, so the launch files are executed against
+minimal stand-ins of the launch classes they use; what is checked is the files' own
+logic (which parameter sources and remappings the node gets, what the ros2_control
+example passes to dynamics.launch.py), not ROS launch itself."""
 import importlib.util
 import os
 import sys
@@ -11,9 +12,12 @@ import types
 import xml.etree.ElementTree as ET
 
 import pytest
+import yaml
+from core_util import ARM_JOINTS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAUNCH = os.path.join(ROOT, "launch", "dynamics.launch.py")
+EXAMPLE_LAUNCH = os.path.join(ROOT, "doc", "examples", "effort_controller.launch.py")
 
 
 class _Recorder:
@@ -29,13 +33,13 @@ class _LaunchConfiguration:
         return context[self.name]
 
 
-@pytest.fixture
-def launch_module(monkeypatch):
-    """The launch file, imported with stand-in launch modules."""
+def _load_launch(monkeypatch, path, name):
+    """A launch file, imported with stand-in launch modules."""
     mods = {
         "launch": types.ModuleType("launch"),
         "launch.actions": types.ModuleType("launch.actions"),
         "launch.substitutions": types.ModuleType("launch.substitutions"),
+        "launch.launch_description_sources": types.ModuleType("launch.launch_description_sources"),
         "launch_ros": types.ModuleType("launch_ros"),
         "launch_ros.actions": types.ModuleType("launch_ros.actions"),
         "ament_index_python.packages": types.ModuleType("ament_index_python.packages"),
@@ -43,25 +47,41 @@ def launch_module(monkeypatch):
     mods["launch"].LaunchDescription = _Recorder
     mods["launch.actions"].DeclareLaunchArgument = _Recorder
     mods["launch.actions"].OpaqueFunction = _Recorder
+    mods["launch.actions"].IncludeLaunchDescription = _Recorder
+    mods["launch.launch_description_sources"].PythonLaunchDescriptionSource = _Recorder
     mods["launch.substitutions"].LaunchConfiguration = _LaunchConfiguration
     mods["launch_ros.actions"].Node = _Recorder
     mods["ament_index_python.packages"].get_package_share_directory = lambda pkg: f"/opt/share/{pkg}"
-    for name, mod in mods.items():
-        monkeypatch.setitem(sys.modules, name, mod)
-    spec = importlib.util.spec_from_file_location("dynamics_launch", LAUNCH)
+    for mod_name, mod in mods.items():
+        monkeypatch.setitem(sys.modules, mod_name, mod)
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def _node_for(module, **given):
+@pytest.fixture
+def launch_module(monkeypatch):
+    """launch/dynamics.launch.py, imported with stand-in launch modules."""
+    return _load_launch(monkeypatch, LAUNCH, "dynamics_launch")
+
+
+def _opaque_actions(module, **given):
+    """(what the file's OpaqueFunction returns for these launch arguments, the declared
+    arguments' defaults)."""
     desc = module.generate_launch_description()
     actions = desc.args[0]
     defaults = {a.args[0]: a.kwargs["default_value"] for a in actions
                 if "default_value" in a.kwargs}
+    unknown = set(given) - set(defaults)
+    assert not unknown, f"launch arguments not declared by the file: {unknown}"
     context = {**defaults, **given}
     opaque, = [a for a in actions if "function" in a.kwargs]
-    node, = opaque.kwargs["function"](context)
+    return opaque.kwargs["function"](context), defaults
+
+
+def _node_for(module, **given):
+    (node,), defaults = _opaque_actions(module, **given)
     return node.kwargs, defaults
 
 
@@ -101,3 +121,55 @@ def test_bundled_urdfs_are_installed_and_resolved_through_the_ament_index(tmp_pa
     assert rtm.resolve_urdf_file("rbd_arm7") == str(installed)
     with pytest.raises(ValueError, match=r"urdf_file: no such file 'nope'.*bundled: rbd_arm7"):
         rtm.resolve_urdf_file("nope")
+
+
+def test_launch_remaps_the_effort_command(launch_module):
+    """effort_command_topic: ~/effort_command to a ros2_control controller's commands (it
+    could not be remapped from the launch file)."""
+    kw, defaults = _node_for(launch_module)
+    # by default every output keeps its name (a remapping to itself)
+    assert ("~/effort_command", "~/effort_command") in kw["remappings"]
+    assert defaults["effort_command_topic"] == "~/effort_command"
+    kw, _ = _node_for(launch_module, effort_command_topic="/effort_controller/commands")
+    assert ("~/effort_command", "/effort_controller/commands") in kw["remappings"]
+    assert ("~/gravity_torques", "~/gravity_torques") in kw["remappings"]
+
+
+def test_ros2_control_example_wires_the_controller_to_the_effort_command(monkeypatch, launch_module):
+    """doc/examples/effort_controller.launch.py: the spawner loads a ForwardCommandController
+    with the given parameter file; the included dynamics.launch.py gets only arguments it
+    declares, and its node then publishes ~/effort_command on that controller's commands
+    topic with the example's parameters."""
+    example = _load_launch(monkeypatch, EXAMPLE_LAUNCH, "effort_controller_launch")
+    for given, controller in (({}, "effort_controller"),
+                              ({"controller": "arm_effort", "controllers_file": "/c.yaml",
+                                "dynamics_params": "/d.yaml"}, "arm_effort")):
+        (spawner, include), defaults = _opaque_actions(example, **given)
+        args = spawner.kwargs["arguments"]
+        assert (spawner.kwargs["package"], spawner.kwargs["executable"]) == ("controller_manager", "spawner")
+        assert args[0] == controller
+        assert args[args.index("--controller-type") + 1] == \
+            "forward_command_controller/ForwardCommandController"
+        controllers_file = given.get("controllers_file", defaults["controllers_file"])
+        assert args[args.index("--param-file") + 1] == controllers_file
+        source, = include.args
+        assert source.args == ("/opt/share/rbd_ros/launch/dynamics.launch.py",)
+        launch_args = dict(include.kwargs["launch_arguments"])
+        assert launch_args["effort_command_topic"] == f"/{controller}/commands"
+        # what the included file makes of them (an undeclared argument fails _node_for)
+        kw, _ = _node_for(launch_module, **launch_args)
+        assert ("~/effort_command", f"/{controller}/commands") in kw["remappings"]
+        assert kw["parameters"] == [given.get("dynamics_params", defaults["dynamics_params"])]
+
+
+def test_ros2_control_example_files_agree():
+    """The example's controller and node parameter files name the same joints in the same
+    order (the command is a plain array in the node's `joints` order), the bundled arm's."""
+    folder = os.path.dirname(EXAMPLE_LAUNCH)
+    with open(os.path.join(folder, "effort_controller.yaml")) as f:
+        controller = yaml.safe_load(f)["effort_controller"]["ros__parameters"]
+    with open(os.path.join(folder, "dynamics_effort.yaml")) as f:
+        node = yaml.safe_load(f)["/**/rbd_dynamics"]["ros__parameters"]
+    assert controller["interface_name"] == "effort"
+    assert controller["joints"] == node["joints"] == list(ARM_JOINTS)
+    assert node["command_mode"] in ("gravity", "feedforward", "computed_torque")

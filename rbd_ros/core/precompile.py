@@ -11,14 +11,21 @@ model covers every robot.  With ``--jobs 2`` (default: up to 2, one per core) th
 kernels are split between two processes: the forward dynamics family (FD, ABA) and
 the rest.  The batch kernels (an (N, nv) batch: serial row-range kernels that
 Python threads run in parallel) are cached like the others.
+
+Ctrl-C (SIGINT) ends it at once and quietly (exit status 130).  Started by another
+process with ``--parent PID`` (the node's first start, and ``--jobs 2`` for its second
+process), it also ends when that process ends, however it ends.
 """
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import resource
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 # a 3-body tree with one of each joint kind the kernels dispatch on (revolute,
@@ -127,7 +134,45 @@ def run_part(part: int, jobs: int, quiet: bool, only=None) -> None:
             print(f"  {name:26s} {time.perf_counter() - t:6.1f} s ({_cpu() - c:5.1f} s CPU)", flush=True)
 
 
+INTERRUPTED = 130  # exit status after SIGINT (128 + 2, as a shell reports it)
+
+
+def _interrupted(signum, frame):
+    """SIGINT (a Ctrl-C, to the whole process group when the node or a terminal gets one):
+    leave at once, quietly.  No KeyboardInterrupt: unwinding a half-done numba compile prints
+    pages of chained tracebacks; numba writes a cache entry to a temporary file and renames
+    it, so stopping mid-compile leaves no broken entry."""
+    os._exit(INTERRUPTED)
+
+
+def _parent_alive_thread(parent: int, period: float) -> None:
+    """Leave (exit status 1) as soon as this process's parent is no longer ``parent``."""
+    while os.getppid() == parent:
+        time.sleep(period)
+    os._exit(1)
+
+
+def die_with_parent(parent: int, period: float = 0.5, use_prctl: bool = True) -> None:
+    """Make this process end when process ``parent`` (the one that started it) ends, even
+    by SIGKILL: on Linux the kernel sends SIGTERM then (prctl PR_SET_PDEATHSIG; the default
+    SIGTERM action ends the process, without Python code); everywhere a daemon thread
+    polls ``os.getppid()`` every ``period`` s.  Exits at once (status 1) if the parent is
+    gone already (the helper was re-parented before this ran)."""
+    if use_prctl and sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            PR_SET_PDEATHSIG = 1
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        except (OSError, AttributeError):  # no libc prctl: the polling thread does it
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
+    threading.Thread(target=_parent_alive_thread, args=(parent, period), daemon=True,
+                     name="parent_alive").start()
+
+
 def main(argv=None) -> int:
+    signal.signal(signal.SIGINT, _interrupted)
     ap = argparse.ArgumentParser(prog="rbd_precompile", description=__doc__.split("\n")[0])
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                     help="processes to compile in, 1 or 2 (default: min(2, cores))")
@@ -135,7 +180,11 @@ def main(argv=None) -> int:
     ap.add_argument("--step", action="append", default=None,
                     help="compile only this step (repeatable; the names it prints), in this process")
     ap.add_argument("--part", type=int, default=None, help=argparse.SUPPRESS)  # a child's share
+    ap.add_argument("--parent", type=int, default=None,
+                    help="pid of the process that started this one: end when it ends")
     a = ap.parse_args(argv)
+    if a.parent is not None:
+        die_with_parent(a.parent)
     import warnings
     warnings.filterwarnings("ignore", message="Cannot cache compiled function")
     jobs = max(1, min(2, a.jobs))  # two groups of kernels (_steps)
@@ -146,7 +195,8 @@ def main(argv=None) -> int:
         run_part(a.part, jobs, a.quiet)
         return 0
     t = time.perf_counter()
-    cmd = [sys.executable, "-m", "rbd_ros.core.precompile", "--jobs", str(jobs)] + (["--quiet"] if a.quiet else [])
+    cmd = [sys.executable, "-m", "rbd_ros.core.precompile", "--jobs", str(jobs),
+           "--parent", str(os.getpid())] + (["--quiet"] if a.quiet else [])
     children = [subprocess.Popen(cmd + ["--part", str(p)]) for p in range(1, jobs)]
     run_part(0, jobs, a.quiet)
     bad = [p.wait() for p in children]

@@ -95,6 +95,8 @@ class DynamicsNode:
         self.services_ready = False
         self.sub_payload = None      # ~/payload, created with the first model (latched input)
         self.payload_rejected = 0    # ~/payload messages refused
+        self._stopping = threading.Event()  # request_stop(): spin() returns
+        self._executors = []                # spin()'s executors, for request_stop to wake
 
         params.declare(n)
         p = params.read(n)
@@ -385,6 +387,7 @@ class DynamicsNode:
             sys.setswitchinterval(switch_interval)
         freeze_heap()
         bg = SingleThreadedExecutor(context=self.context)
+        self._executors.append(bg)
         bg.add_node(self.node)
         bg_thread = threading.Thread(target=self._spin_background, args=(bg,), daemon=True,
                                      name="rbd_ros_background")
@@ -393,8 +396,9 @@ class DynamicsNode:
         ex = None
         try:
             ex = self._control_executor()
+            self._executors.append(ex)
             ex.add_node(self.control)
-            while ctx.ok():
+            while ctx.ok() and not self._stopping.is_set():
                 ex.spin_once(timeout_sec=IDLE_WAKE_S)
         except (KeyboardInterrupt, ExternalShutdownException):
             pass
@@ -410,6 +414,19 @@ class DynamicsNode:
             bg.shutdown(timeout_sec=1.0)
             bg_thread.join(timeout=2.0)
 
+    def request_stop(self):
+        """End spin() promptly, with the context still valid: both executors are shut down
+        (ending a wait at once) and their loops end.  Call it from a thread other than
+        spin()'s (not from inside a callback).  The caller then destroys the node and only
+        after that shuts the context down, so nothing logs through a node whose context is
+        gone (main.py)."""
+        self._stopping.set()
+        for ex in list(self._executors):
+            try:
+                ex.shutdown(timeout_sec=0)
+            except Exception:  # shut down already
+                pass
+
     def _control_executor(self):
         if self.control_executor_kind == "events":
             try:
@@ -424,7 +441,7 @@ class DynamicsNode:
     def _spin_background(self, ex):
         ctx = self.context or rclpy.get_default_context()
         self._limit_numba_threads()
-        while ctx.ok():
+        while ctx.ok() and not self._stopping.is_set():
             try:
                 ex.spin_once(timeout_sec=IDLE_WAKE_S)
             except (ExternalShutdownException, KeyboardInterrupt):

@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import os
@@ -244,8 +245,33 @@ def parameter_value(value):
 
 
 def declare(node) -> None:
+    """Declare every parameter, each with a value (``ros2 param dump`` and ``get``: rclpy's
+    get_parameters service answers nothing at all for a request naming a parameter that has
+    no value).  An array parameter whose table default is its type (``Parameter.Type.X``)
+    starts as an empty array of that type, unless an override (params file, ``-p``) gives
+    it a value."""
     for name, default, descriptor in PARAMETERS:
-        node.declare_parameter(name, default, descriptor)
+        if isinstance(default, Parameter.Type):
+            _declare_empty_array(node, name, default, descriptor)
+        else:
+            node.declare_parameter(name, default, descriptor)
+
+
+def _declare_empty_array(node, name: str, ptype, descriptor) -> None:
+    """rclpy 7.1 (Jazzy) cannot declare a typed empty array directly: it takes a ``[]``
+    default for a byte array (then refuses a string or double array from a params file or
+    ``ros2 param set``), and a parameter declared with its type alone has no value.  So:
+    declare it with its type, writable; if no override set it, set a typed empty array;
+    then apply the real descriptor (read-only ones become read-only only now)."""
+    writable = copy.copy(descriptor)
+    writable.read_only = False
+    node.declare_parameter(name, ptype, writable)
+    try:
+        node.get_parameter(name)
+    except ParameterUninitializedException:
+        node.set_parameters([Parameter(name, ptype, [])])
+    if descriptor.read_only:
+        node.set_descriptor(name, descriptor)
 
 
 def read(node) -> Params:

@@ -104,8 +104,13 @@ def _compile_elsewhere():
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     try:
         steps = [arg for step in HELPER_STEPS for arg in ("--step", step)]
-        return subprocess.Popen([sys.executable, "-m", "rbd_ros.core.precompile", "--quiet", *steps],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env)
+        # --parent: the helper ends with this process (a Ctrl-C or kill of the node must
+        # not leave it compiling, or waiting for a cache entry, as an orphan); a session of
+        # its own: a terminal's Ctrl-C goes to the node only, as for the service worker
+        return subprocess.Popen([sys.executable, "-m", "rbd_ros.core.precompile", "--quiet",
+                                 "--parent", str(os.getpid()), *steps],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env,
+                                start_new_session=True)
     except OSError:
         return None
 

@@ -41,6 +41,8 @@ import time
 
 import numpy as np
 
+from rbd_ros.node.main import wants_help
+
 NODE_NAME = "sim_driver"
 
 
@@ -377,7 +379,53 @@ class SimDriver:
         self.node.destroy_node()
 
 
+USAGE = """\
+usage: ros2 run rbd_ros sim_driver [-h] [--ros-args ...]
+       ros2 launch rbd_ros sim.launch.py [urdf_file:=...] [namespace:=...]
+
+A simulated robot (MuJoCo, real time) behind ROS 2 topics, the stand-in for a real
+robot driver (default node name sim_driver).
+
+  out  joint_states (sensor_msgs/JointState: position, velocity, applied effort)
+       robot_description (std_msgs/String, latched; publish_description: true)
+       /diagnostics
+  in   effort_command (std_msgs/Float64MultiArray, one effort per joint in `joints`
+       order; zero effort once the latest is older than command_timeout)
+
+Parameters (ros2 param describe /sim_driver <name>): urdf_file (path or bundled robot
+name, e.g. rbd_arm7) or robot_description, joints, initial_positions, rate,
+publish_rate, command_timeout, wait_for_command, publish_description, gravity,
+integrator, damping, mimic_independent, diagnostics_period.  Example:
+  ros2 run rbd_ros sim_driver --ros-args -p urdf_file:=rbd_arm7 \\
+      -r effort_command:=/rbd_dynamics/effort_command
+Needs MuJoCo (pip install mujoco).  Documentation: the README of the rbd_ros sources.
+"""
+
+MUJOCO_MISSING = ("[sim_driver] cannot start: MuJoCo's Python package is not available ({error}). "
+                  "The simulated robot runs on it: pip install mujoco (from a source checkout: "
+                  "pip install '.[sim]'); rosdep has no key for it.")
+
+
+def mujoco_error():
+    """None if MuJoCo can be imported, else the import error's text."""
+    try:
+        import mujoco  # noqa: F401  (here, not at the top: the optional dependency of the sim)
+    except ImportError as e:
+        return str(e)
+    return None
+
+
 def main(args=None):
+    """``sim_driver [--ros-args ...]``: exit code 0 after a Ctrl-C, 1 without MuJoCo (one
+    line says what to install), 2 for bad parameters or robot description; ``-h`` /
+    ``--help``: the usage, exit code 0, nothing started."""
+    if wants_help(sys.argv if args is None else args):
+        print(USAGE, end="")
+        return 0
+    error = mujoco_error()
+    if error is not None:
+        print(MUJOCO_MISSING.format(error=error), file=sys.stderr)
+        return 1
     import rclpy
 
     rclpy.init(args=sys.argv if args is None else args)
