@@ -1,5 +1,5 @@
-"""The joint-torque regressor twin (rbd_ros/core/reference/regressor.py):
-Y pi equals the RNEA on random trees (mimic joints, floating base, planar
+"""The joint-torque regressor, the compiled ``rbd.regressor`` and its numpy twin
+(rbd_ros/core/reference/regressor.py), each: Y pi equals the RNEA on random trees (mimic joints, floating base, planar
 joints, armature and friction columns), and Y equals Pinocchio's
 computeJointTorqueRegressor on the example-robot-data models (mimic joints
 independent, as in the other Pinocchio tests; bodies matched by joint name)."""
@@ -15,11 +15,14 @@ from rbd_ros.core.reference.regressor import body_parameters, parameter_vector, 
 from rbd_ros.core.reference.tree import bodies
 
 TOL = 1e-10
+IMPLS = {"kernel": (rbd.regressor, rbd.regressor), "twin": (regressor, regressor_batch)}
 
 
+@pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize("floating", [False, True])
-def test_regressor_times_parameters_is_rnea_on_random_trees(seed, floating):
+def test_regressor_times_parameters_is_rnea_on_random_trees(seed, floating, impl):
+    one, batch = IMPLS[impl]
     model = rbd.Model.from_urdf(random_tree_urdf(seed, n_joints=9, mimic=2), floating_base=floating)
     one_axis = np.concatenate([[t not in ("floating", "planar")] * nv
                                for t, nv in zip(model.joint_types, model.joint_nv)])
@@ -29,14 +32,14 @@ def test_regressor_times_parameters_is_rnea_on_random_trees(seed, floating):
                          friction=rng.uniform(0, 1, model.nv))
     states = [random_state(model, rng) for _ in range(4)]
     Q, V, A = (np.array([s[k] for s in states]) for k in range(3))
-    Y = regressor_batch(model, Q, V, A, armature=True, damping=True, friction=True, velocity_eps=0.05)
+    Y = batch(model, Q, V, A, armature=True, damping=True, friction=True, velocity_eps=0.05)
     assert Y.shape == (4, model.nv, 10 * model.nbodies + 3 * model.nv)
     pi = parameter_vector(model, armature=True, damping=True, friction=True)
     for k, (q, v, a) in enumerate(states):
         ref = rbd.rnea(model, q, v, a) + rbd.friction(model, v, 0.05)
         assert rel_err(Y[k] @ pi, ref) <= TOL
         # the single-state form and the rigid-body block alone
-        assert rel_err(regressor(model, q, v, a) @ parameter_vector(model), rbd.rnea(model, q, v, a)
+        assert rel_err(one(model, q, v, a) @ parameter_vector(model), rbd.rnea(model, q, v, a)
                        - model.armature * a) <= TOL
 
 
@@ -57,8 +60,9 @@ def test_body_parameters_of_the_model_are_its_inertial_parameters():
 CASES = [("panda", False), ("ur5", False), ("kinova", False), ("solo12", True), ("anymal_c", True)]
 
 
+@pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("robot,floating", CASES, ids=[c[0] for c in CASES])
-def test_regressor_equals_pinocchio(robot, floating):
+def test_regressor_equals_pinocchio(robot, floating, impl):
     urdf = orc.robot_urdf(robot)
     model = rbd.Model.from_urdf(urdf, floating_base=floating, mimic=False)
     o = orc.Oracle(urdf, floating, False, layout=model)
@@ -69,7 +73,7 @@ def test_regressor_equals_pinocchio(robot, floating):
     for _ in range(3):
         q, v, a, _ = o.random_state(rng)
         Yp = pin.computeJointTorqueRegressor(pm, pd, o.q_to_pin(q), o.v_to_pin(v), o.v_to_pin(a))
-        Y = regressor(model, q, v, a)
+        Y = IMPLS[impl][0](model, q, v, a)
         for i, name in enumerate(model.joint_names):
             jp = o.pin_joint[name]
             block = Yp[:, 10 * (jp - 1):10 * jp]

@@ -44,10 +44,12 @@ from .algorithms import crba as _crba
 from .algorithms import forward_dynamics as _fd
 from .algorithms import frames as _frames
 from .algorithms import ltdl as _ltdl
+from .algorithms import regressor as _reg
 from .algorithms import rnea as _rnea
 from .api import FRAME, REFERENCE
 from .reference import coriolis as _ref_coriolis
 from .reference import frames as _ref_frames
+from .reference import regressor as _ref_regressor
 
 _NO_FEXT = np.zeros((0, 6))
 _NO_FEXT3 = np.zeros((0, 0, 6))
@@ -124,6 +126,37 @@ def _bias_batch(md, Q, V, OUT, status, start, stop):
     _rnea.rnea_batch_k(md, Q, V, V, _NO_FEXT3, False, True, False, OUT, status, start, stop)
 
 
+def _joint_columns(regressor):
+    """rbd.regressor: the generated function (the bodies' 10 nb columns) with optional
+    per-DOF columns after them: armature (qdd), viscous friction (qd), Coulomb friction
+    (tanh(qd / velocity_eps), the law of rbd.friction)."""
+    def public(model, q, v, a, armature=False, damping=False, friction=False, velocity_eps=1e-3):
+        Y = regressor(model, q, v, a)
+        if not (armature or damping or friction):
+            return Y
+        eps = velocity_eps if isinstance(velocity_eps, (int, float)) and not isinstance(velocity_eps, bool) \
+            else np.nan
+        if not (np.isfinite(eps) and eps > 0):
+            raise ValueError(f"velocity_eps: expected a finite number > 0 (rad/s), got {velocity_eps!r}")
+        V = np.asarray(v, dtype=np.float64).reshape(Y.shape[:-2] + (model.nv,))
+        A = np.asarray(a, dtype=np.float64).reshape(V.shape)
+        blocks = [Y]
+        for on, x in ((armature, A), (damping, V), (friction, np.tanh(V / eps) if friction else None)):
+            if on:
+                D = np.zeros(Y.shape[:-1] + (model.nv,))
+                idx = np.arange(model.nv)
+                D[..., idx, idx] = x
+                blocks.append(D)
+        return np.concatenate(blocks, axis=-1)
+
+    public.__doc__ = regressor.__doc__ + """
+
+        ``armature``, ``damping``, ``friction``: append nv columns each (in this order:
+        qdd, qd, tanh(qd / velocity_eps)), so that Y [pi; model.armature; model.damping;
+        model.friction] = rnea(q, v, a) + friction(model, v, velocity_eps)."""
+    return public
+
+
 # ----------------------------------------------------------------------------- the registry
 
 ALGORITHMS = [
@@ -182,6 +215,14 @@ ALGORITHMS = [
         doc="""C(q, v)ᵀ v, exactly, with C the Coriolis matrix :func:`coriolis_matrix` returns:
         the generalized-momentum observer's term (d/dt (H v) = tau + tau_ext + Cᵀ v - g,
         as Ḣ = C + Cᵀ)."""),
+    Algorithm(
+        name="regressor", inputs=("q", "v", "a"), out=("nv", "10*nb"),
+        kernel=_reg.regressor_k, batch=_reg.regressor_batch_k, kernels=(_reg.regressor_into,),
+        twin=_ref_regressor.regressor, regions=("rnea", "world", "cor"), wrap=_joint_columns,
+        doc="""Joint-torque regressor Y (nv x 10 nbodies): tau = rnea(q, v, a) = Y pi, pi the
+        stacked ``model.inertial_parameters()`` rows (per body [m, m c, Ixx Ixy Iyy Ixz Iyz
+        Izz] about the body origin, body frame: Pinocchio's computeJointTorqueRegressor
+        columns).  A batch (N, ...) gives (N, nv, 10 nbodies)."""),
     Algorithm(
         name="frame_jacobian", inputs=("q",), options=(FRAME, REFERENCE), out=(6, "nv"),
         kernel=_frames.frame_jacobian_k, kernels=(_frames.frame_into,), twin=_ref_frames.frame_jacobian,

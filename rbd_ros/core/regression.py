@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .reference.regressor import regressor_batch
+from .functions import regressor
+from .inertial import PARAM_NAMES
 
 CHUNK = 2000            # samples per regressor call (bounds the memory: CHUNK * nv * p floats)
 
@@ -39,17 +40,15 @@ def n_parameters(model):
 
 
 def regressor_rows(model, Q, V, A, velocity_eps):
-    """Y (N, nv, 10 nb + 3 nv) at the N states, every optional column included.
-
-    Every use of the regressor in the identification code goes through this
-    function: it calls the numpy twin (``reference/regressor.py``) today and
-    is the place to switch to the compiled ``rbd.regressor`` kernel."""
-    return regressor_batch(model, Q, V, A, armature=True, damping=True, friction=True, velocity_eps=velocity_eps)
+    """Y (N, nv, 10 nb + 3 nv) at the N states, every optional column included
+    (``rbd.regressor``, the compiled kernel; its numpy twin is reference/regressor.py).
+    Every use of the regressor in the identification code goes through this function."""
+    return regressor(model, np.atleast_2d(Q), np.atleast_2d(V), np.atleast_2d(A), armature=True, damping=True,
+                     friction=True, velocity_eps=velocity_eps)
 
 
 def parameter_names(model, body_names):
     """Readable name of every entry of the full parameter vector."""
-    from .inertial import PARAM_NAMES
     out = [f"{b}.{p}" for b in body_names for p in PARAM_NAMES]
     dofs = dof_names(model)
     for kind in ("armature", "damping", "friction"):
