@@ -50,7 +50,7 @@ setup(
     name=package_name,
     version="0.1.0",
     packages=find_packages(exclude=["test", "test.*", "bench"]),
-    package_data={"rbd_ros": ["robots/*.urdf"]},
+    package_data={"rbd_ros.robots": ["*.urdf"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"]),
@@ -80,10 +80,12 @@ setup(
     entry_points={
         "console_scripts": [
             "dynamics_node = rbd_ros.node.main:main",
-            "rbd_precompile = rbd_ros.core.precompile:main",
+            "rbd_precompile = rbd_ros.precompile:main",
             "rbd_dynamics = rbd_ros.cli:main",
             "sim_driver = rbd_ros.sim.driver:main",
             "rbd_identify = rbd_ros.tools.identify:main",
         ],
+        # more steps for rbd_precompile (rbd_ros/core/compile_steps.py): the node's own kernels
+        "rbd_ros.precompile": ["node = rbd_ros.node.warmup:precompile_steps"],
     },
 )

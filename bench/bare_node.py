@@ -21,7 +21,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 
 import rbd_ros.core as rbd
-from rbd_ros.node.runtime import bundled_robot_path
+from rbd_ros.robots import bundled_robot_path
 
 
 def main():

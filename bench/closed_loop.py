@@ -7,7 +7,7 @@ simulation's own in-process computed torque as the floor.
   command is computed with rbd_ros.core from the state `d` steps earlier
   (d = 0, 1, 2, 5, 10, 20: 0-20 ms of loop delay): gravity hold drift over 3 s
   from rest, computed-torque tracking of the demo trajectory (same gains);
-* end to end: rbd_ros.node.demo.ClosedLoop (sim driver + node, subprocesses):
+* end to end: rbd_ros.demo.closed_loop.ClosedLoop (sim driver + node, subprocesses):
   the same two measurements, and the loop latency = from a joint_states stamp to
   the stamp of the first joint state whose applied effort is the command computed
   from it (``~/effort_command_state`` carries the input stamp);
@@ -32,7 +32,8 @@ os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
 import numpy as np  # noqa: E402
 
 import rbd_ros.core as rbd  # noqa: E402
-from rbd_ros.node import demo  # noqa: E402
+from rbd_ros.demo import closed_loop as demo  # noqa: E402
+from rbd_ros.demo import run as demo_run  # noqa: E402
 
 
 def floor(delay_steps, seconds=demo.TRAJ_S, rate=1000.0):
@@ -40,7 +41,7 @@ def floor(delay_steps, seconds=demo.TRAJ_S, rate=1000.0):
     state delay_steps steps earlier; (hold drift rad over 3 s, tracking rms, max rad)."""
     import mujoco
 
-    from rbd_ros.node.runtime import resolve_urdf_file
+    from rbd_ros.robots import resolve_urdf_file
     from rbd_ros.sim.mujoco_model import JointMap, load_urdf
     dt = 1.0 / rate
     mjm, model = load_urdf(resolve_urdf_file(demo.ROBOT), timestep=dt, integrator="rk4")
@@ -82,8 +83,8 @@ def end_to_end(ns):
     try:
         failed = loop.start(100)
         assert failed is None, failed
-        drift, _, _ = demo.measure_hold(loop, 3.0)
-        rms, emax, t0, t1 = demo.measure_tracking(loop)
+        drift, _, _ = demo_run.measure_hold(loop, 3.0)
+        rms, emax, t0, t1 = demo_run.measure_tracking(loop)
         status = dict(loop.node_status or {})
         with loop.lock:
             states = list(loop.states)

@@ -29,7 +29,7 @@ def cpu():
 t0 = time.perf_counter()
 import numpy as np
 import rbd_ros.core as rbd
-from rbd_ros.node.runtime import resolve_urdf_file
+from rbd_ros.robots import resolve_urdf_file
 t_import = time.perf_counter() - t0
 model = rbd.Model.from_urdf(resolve_urdf_file(sys.argv[1]))
 q = model.neutral(); z = np.zeros(model.nv)

@@ -11,6 +11,6 @@ venv=$(bash "$root/scripts/venv.sh" | tail -n 1)
 export ROS_AUTOMATIC_DISCOVERY_RANGE=${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}
 export ROS_DOMAIN_ID=${ROS_DOMAIN_ID:-$((1 + $$ % 100))}
 case " $* " in
-  *" --png"*|*" --no-plot "*) exec "$venv/bin/python" -m rbd_ros.node.demo "$@" ;;
-  *) exec "$venv/bin/python" -m rbd_ros.node.demo --png "$root/demo_output/closed_loop.png" "$@" ;;
+  *" --png"*|*" --no-plot "*) exec "$venv/bin/python" -m rbd_ros.demo "$@" ;;
+  *) exec "$venv/bin/python" -m rbd_ros.demo --png "$root/demo_output/closed_loop.png" "$@" ;;
 esac

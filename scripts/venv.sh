@@ -22,5 +22,5 @@ if [ -d "$root/rbd_ros_interfaces" ]; then
 fi
 # compile the numba kernels into their cache now, so that the first test run or
 # node start does not (a minute or two of CPU from an empty cache; ~1 s when warm)
-"$venv/bin/python" -m rbd_ros.core.precompile --quiet >&2
+"$venv/bin/python" -m rbd_ros.precompile --quiet >&2
 echo "$venv"

@@ -1,4 +1,4 @@
-"""rbd_ros.node.command (ROS-free): the laws of ~/effort_command and ~/feedforward_torques,
+"""rbd_ros.node.effort_law (ROS-free): the laws of ~/effort_command and ~/feedforward_torques,
 the desired-state merge, the fallback, friction and clamping -- against rbd_ros.core."""
 import array
 import dataclasses
@@ -9,9 +9,10 @@ import pytest
 from core_util import ARM_JOINTS, random_tree_urdf
 
 import rbd_ros.core as rbd
-from rbd_ros.node import command
+from rbd_ros.node import effort_law
+from rbd_ros.node.model_build import build_robot
 from rbd_ros.node.params import Params
-from rbd_ros.node.runtime import build_runtime, bundled_robot_path
+from rbd_ros.robots import bundled_robot_path
 
 ARM = ARM_JOINTS
 TOL = 1e-9
@@ -31,12 +32,12 @@ def arm_urdf(dynamics=False, continuous=False):
 
 
 def runtime(text=None, joints=(), floating_base=False, mimic=True):
-    return build_runtime(text or arm_urdf(), floating_base=floating_base, mimic=mimic,
+    return build_robot(text or arm_urdf(), floating_base=floating_base, mimic=mimic,
                          gravity=[0.0, 0.0, -9.81], joints=joints, source="test")
 
 
 def settings(rt, **kw):
-    s = command.make_settings(Params(**kw), rt)
+    s = effort_law.make_settings(Params(**kw), rt)
     rt.law.settings = s
     return s
 
@@ -79,7 +80,7 @@ def test_computed_torque_is_h_times_commanded_acceleration_plus_bias():
         q, v = rng.uniform(-1.5, 1.5, 7), rng.uniform(-1, 1, 7)
         qd, vd, ad = rng.uniform(-1.5, 1.5, 7), rng.uniform(-1, 1, 7), rng.uniform(-2, 2, 7)
         measure(rt, ARM, q, v, 1.0)
-        assert rt.law.set_desired(ARM, d(qd), d(vd), d(ad), 1.0) == (command.DESIRED_OK, "")
+        assert rt.law.set_desired(ARM, d(qd), d(vd), d(ad), 1.0) == (effort_law.DESIRED_OK, "")
         nclamped, reason = rt.law.command(1.0, s)
         assert (nclamped, reason) == (0, None)
         a_cmd = ad + kp * (qd - q) + kd * (vd - v)
@@ -175,12 +176,12 @@ def test_missing_or_stale_desired_state_falls_back_to_the_damped_hold_and_recove
         rt.law.clear_desired()
         s = settings(rt, command_mode=mode, kp=(40.0,), kd=(5.0,), hold_damping=tuple(hold),
                      max_desired_age=0.1, clamp_effort=False, command_friction=True)
-        assert rt.law.command(10.0, s) == (0, command.FALLBACK_MISSING)
+        assert rt.law.command(10.0, s) == (0, effort_law.FALLBACK_MISSING)
         assert rel(rt.cmd, g - hold * v) <= TOL   # no friction term in the hold
         rt.law.set_desired(ARM, d(q + 0.1), d(v), d(np.zeros(7)), 10.0)
         assert rt.law.command(10.05, s)[1] is None
         assert rel(rt.cmd, g - hold * v) > 1e-3
-        assert rt.law.command(10.1 + 1e-6, s) == (0, command.FALLBACK_STALE)
+        assert rt.law.command(10.1 + 1e-6, s) == (0, effort_law.FALLBACK_STALE)
         assert rel(rt.cmd, g - hold * v) <= TOL
         rt.law.set_desired(ARM, d(q + 0.1), d(v), d(np.zeros(7)), 11.0)  # fresh again
         assert rt.law.command(11.0, s)[1] is None
@@ -226,7 +227,7 @@ def test_clamping_to_urdf_limits_or_the_parameter_and_counting():
     rt.law.clear_desired()
     n, reason = rt.law.command(0.0, s)
     g = rbd.gravity(rt.model, q)
-    assert reason == command.FALLBACK_MISSING and n == int(np.sum(np.abs(g) > 0.5))
+    assert reason == effort_law.FALLBACK_MISSING and n == int(np.sum(np.abs(g) > 0.5))
     assert np.array_equal(rt.cmd, np.clip(g, -0.5, 0.5))
 
 
@@ -237,7 +238,7 @@ def test_bad_desired_states_change_nothing():
     measure(rt, ARM, q, v)
     s = settings(rt, command_mode="computed_torque", kp=(20.0,), kd=(3.0,), clamp_effort=False)
     qd, vd, ad = rng.uniform(-1, 1, 7), rng.uniform(-1, 1, 7), rng.uniform(-1, 1, 7)
-    assert rt.law.set_desired(ARM, d(qd), d(vd), d(ad), 5.0)[0] == command.DESIRED_OK
+    assert rt.law.set_desired(ARM, d(qd), d(vd), d(ad), 5.0)[0] == effort_law.DESIRED_OK
     rt.law.command(5.0, s)
     good = rt.cmd.copy()
     saved = (rt.law.qd.copy(), rt.law.vd.copy(), rt.law.ad.copy(), rt.law.named.copy())
@@ -258,7 +259,7 @@ def test_bad_desired_states_change_nothing():
     ]
     for (names, p, vel, acc), text in cases:
         status, why = rt.law.set_desired(names, d(p), d(vel), d(acc), 6.0)
-        assert status == command.DESIRED_BAD and text in why, (status, why)
+        assert status == effort_law.DESIRED_BAD and text in why, (status, why)
         for a, b in zip(saved, (rt.law.qd, rt.law.vd, rt.law.ad, rt.law.named)):
             assert np.array_equal(a, b)
         assert rt.law.desired_time == 5.0
@@ -282,7 +283,7 @@ def test_subset_of_joints_mimic_and_planar_dofs_by_name():
     named = list(out) + [rt.dof_names[1]] + [next(iter(rt.mimic))]
     m = len(named)
     qd, vd, ad = rng.uniform(-1, 1, m), rng.uniform(-1, 1, m), rng.uniform(-1, 1, m)
-    assert rt.law.set_desired(named, d(qd), d(vd), d(ad), 0.0) == (command.DESIRED_OK, "")
+    assert rt.law.set_desired(named, d(qd), d(vd), d(ad), 0.0) == (effort_law.DESIRED_OK, "")
     s = settings(rt, command_mode="computed_torque", kp=(25.0,), kd=(6.0,), clamp_effort=False)
     assert rt.law.feedforward(s)
     qm, vm, _ = full_state(rt, rt.dof_names, q, v)
@@ -300,7 +301,7 @@ def test_subset_of_joints_mimic_and_planar_dofs_by_name():
     assert rel(rt.cmd, rbd.rnea(rt.model, qm, vm, a_cmd)[rt.out_v]) <= TOL
     # a message without every output joint is refused
     status, why = rt.law.set_desired(named[1:], d(qd[1:]), d([]), d([]), 0.0)
-    assert status == command.DESIRED_BAD and f"missing joints ['{out[0]}']" in why
+    assert status == effort_law.DESIRED_BAD and f"missing joints ['{out[0]}']" in why
 
 
 def test_floating_base_stays_at_the_origin_at_rest():
@@ -339,7 +340,7 @@ def test_continuous_joint_error_is_not_wrapped():
 def test_settings_refused_with_the_reason():
     rt = runtime(joints=["joint7", "joint2"])
     ok = Params(command_mode="computed_torque", kp=(1.0, 2.0), kd=(3.0,))
-    s = command.make_settings(ok, rt)
+    s = effort_law.make_settings(ok, rt)
     assert s.kp[rt.out_v].tolist() == [1.0, 2.0] and s.kd[rt.out_v].tolist() == [3.0, 3.0]
     assert np.count_nonzero(s.kp) == 2
     assert s.limit.tolist() == [12.0, 87.0] and s.limit_source == "URDF"
@@ -360,7 +361,7 @@ def test_settings_refused_with_the_reason():
     ]
     for kw, text in bad:
         with pytest.raises(ValueError) as e:
-            command.make_settings(dataclasses.replace(Params(), **kw), rt)
+            effort_law.make_settings(dataclasses.replace(Params(), **kw), rt)
         assert text in str(e.value), (kw, str(e.value))
 
 
@@ -390,4 +391,4 @@ def test_a_new_model_keeps_the_desired_state_when_it_names_the_new_outputs():
     assert rt4.law.desired_time == -math.inf
     s = settings(rt4, command_mode="feedforward")
     rt4.compute(False, False)
-    assert rt4.law.command(4.0, s)[1] == command.FALLBACK_MISSING
+    assert rt4.law.command(4.0, s)[1] == effort_law.FALLBACK_MISSING

@@ -54,18 +54,18 @@ def test_warmup_cold_detects_an_uncompiled_kernel():
     def fresh(x):
         return x + 1.0
 
-    assert warmup.cold([fresh])
+    assert warmup.cold((), [fresh])
     fresh(1.0)
-    assert not warmup.cold([fresh])
+    assert not warmup.cold((), [fresh])
 
 
 def test_precompile_runs_every_step_in_two_processes():
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    res = subprocess.run([sys.executable, "-m", "rbd_ros.core.precompile", "--jobs", "2"],
+    res = subprocess.run([sys.executable, "-m", "rbd_ros.precompile", "--jobs", "2"],
                          capture_output=True, text=True, env=env, timeout=900)
     assert res.returncode == 0, res.stderr
-    from rbd_ros.core.precompile import _steps
-    names = [n for n, _, _ in _steps()]
+    from rbd_ros.core.compile_steps import steps
+    names = [n for n, _, _ in steps()]
     reported = [line[2:28].rstrip() for line in res.stdout.splitlines() if line.startswith("  ")]
     assert sorted(reported) == sorted(names), res.stdout  # each step once, by one of the two processes
     assert "kernels compiled into numba's cache" in res.stdout
@@ -76,12 +76,13 @@ import json, sys
 import numpy as np
 import rbd_ros.core as rbd
 from rbd_ros.core.algorithms.rnea import rnea_k
-from rbd_ros.node import command
-from rbd_ros.node.runtime import Runtime, resolve_urdf_file
+from rbd_ros.node import effort_law
+from rbd_ros.node.robot import Robot
+from rbd_ros.robots import resolve_urdf_file
 model = rbd.Model.from_urdf(resolve_urdf_file("rbd_arm7"))
-law = Runtime(model, (), "probe").law
-kernels = {"_desired_k": command._desired_k, "_ff_state_k": command._ff_state_k,
-           "_accel_k": command._accel_k, "_finish_k": command._finish_k}
+law = Robot(model, (), "probe").law
+kernels = {"_desired_k": effort_law._desired_k, "_ff_state_k": effort_law._ff_state_k,
+           "_accel_k": effort_law._accel_k, "_finish_k": effort_law._finish_k}
 law.warm_kernels()
 after_kernels = {k: len(d.signatures) for k, d in kernels.items()}
 rnea_after_kernels = len(rnea_k.signatures)

@@ -1,5 +1,5 @@
 """The control path in this process (rclpy node, no subscriber, no spinning): messages
-share the Runtime's buffers, a swap replaces runtime and messages together, bad
+share the Robot's buffers, a swap replaces runtime and messages together, bad
 messages are dropped and counted, the computed terms follow the subscribers."""
 import numpy as np
 import pytest
@@ -8,10 +8,11 @@ from core_util import ARM_JOINTS
 from sensor_msgs.msg import JointState
 
 import rbd_ros.core as rbd
-from rbd_ros.node.control import OUTPUTS, STATE, ControlPath
+from rbd_ros.node.control_path import OUTPUTS, STATE, ControlPath
+from rbd_ros.node.model_build import build_robot
 from rbd_ros.node.params import Params
-from rbd_ros.node.runtime import build_runtime, bundled_robot_path
 from rbd_ros.node.stats import Stats
+from rbd_ros.robots import bundled_robot_path
 
 ARM = ARM_JOINTS
 
@@ -31,7 +32,7 @@ def arm_runtime(joints=(), payload=0.0):
         text = f.read()
     if payload:
         text = text.replace('<mass value="0.735522"/>', f'<mass value="{0.735522 + payload}"/>')
-    return build_runtime(text, floating_base=False, mimic=True, gravity=[0, 0, -9.81],
+    return build_robot(text, floating_base=False, mimic=True, gravity=[0, 0, -9.81],
                          joints=joints, source="test")
 
 

@@ -7,10 +7,11 @@ from rclpy.parameter import Parameter
 
 from rbd_ros.node import protocol
 from rbd_ros.node.diagnostics import build_status
+from rbd_ros.node.model_build import build_robot
 from rbd_ros.node.params import PARAMETERS, Params, parameter_value
-from rbd_ros.node.runtime import build_runtime, bundled_robot_path
 from rbd_ros.node.stats import Stats
 from rbd_ros.node.worker_client import RestartBudget
+from rbd_ros.robots import bundled_robot_path
 
 ARM = ARM_JOINTS
 FQN = "/ns/rbd_dynamics"
@@ -19,7 +20,7 @@ FQN = "/ns/rbd_dynamics"
 @pytest.fixture(scope="module")
 def rt():
     with open(bundled_robot_path("rbd_arm7")) as f:
-        return build_runtime(f.read(), floating_base=False, mimic=True, gravity=[0, 0, -9.81],
+        return build_robot(f.read(), floating_base=False, mimic=True, gravity=[0, 0, -9.81],
                              joints=(), source="test file")
 
 

@@ -31,6 +31,8 @@ from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import rbd_ros.core as rbd
+from rbd_ros.node import model_build as mb
+from rbd_ros.node import payload as pl
 from rbd_ros_interfaces.srv import ForwardDynamics, InverseDynamics, InverseDynamicsTrajectory, SetPayload
 
 TOL = 1e-9
@@ -472,7 +474,6 @@ def test_armature_parameter_adds_to_the_inertia_matrix(client, arm):
 
 # ------------------------------------------------------------------ ROS-free parts
 def test_payload_module_parses_checks_and_labels_fields(arm):
-    from rbd_ros.node import payload as pl
     urdf, model = arm
     ps = pl.from_params(["flange", "link3"], [GRIPPED[0], ON_LINK3[0]],
                         [*GRIPPED[1], *ON_LINK3[1]], [*GRIPPED[2], *ON_LINK3[2]])
@@ -508,13 +509,12 @@ def test_payload_module_parses_checks_and_labels_fields(arm):
 
 
 def test_build_runtime_armature_payloads_and_dropped(arm):
-    from rbd_ros.node import payload as pl
     urdf, model = arm
     ps = {p.link: p for p in pl.from_params(
         ["flange", "gone", "link3"], [GRIPPED[0], 1.0, -1.0],
         [*GRIPPED[1], 0, 0, 0, *ON_LINK3[1]], [*GRIPPED[2], *ON_LINK3[2], *ON_LINK3[2]])}
     joints = ("joint3", "joint1")
-    rt = pl.build_runtime(urdf, floating_base=False, mimic=True, gravity=(0, 0, -9.81),
+    rt = mb.build_robot(urdf, floating_base=False, mimic=True, gravity=(0, 0, -9.81),
                           joints=joints, source="test", armature=[0.2, 0.0], payloads=ps)
     assert sorted(rt.options["payloads"]) == ["flange"]
     dropped = dict(rt.options["dropped_payloads"])
@@ -525,9 +525,9 @@ def test_build_runtime_armature_payloads_and_dropped(arm):
     ref = model.with_payload("flange", GRIPPED[0], GRIPPED[1], sym(GRIPPED[2]))
     q = np.linspace(-1, 1, 7)
     assert np.array_equal(rbd.gravity(rt.model, q), rbd.gravity(ref, q))
-    assert pl.payloads_text(rt.model) == "flange: 1.5 kg" and pl.armature_text(rt) == "joint3: 0.2"
+    assert mb.payloads_text(rt.model) == "flange: 1.5 kg" and mb.armature_text(rt) == "joint3: 0.2"
     with pytest.raises(pl.PayloadError, match=r"armature\[1\] \(joint1\): expected a finite"):
-        pl.build_runtime(urdf, floating_base=False, mimic=True, gravity=(0, 0, -9.81),
+        mb.build_robot(urdf, floating_base=False, mimic=True, gravity=(0, 0, -9.81),
                          joints=joints, source="test", armature=[0.2, -1.0])
     # the worker's model command carries the same model
     from rbd_ros.node import protocol
@@ -535,20 +535,19 @@ def test_build_runtime_armature_payloads_and_dropped(arm):
                                   tuple(rt.options["payloads"].values()), 0.05)
     kw = protocol.parse_model_command(line)
     assert kw["friction_velocity_eps"] == 0.05 and kw["armature"] == {"joint3": 0.2}
-    w = pl.build_runtime(joints=(), **kw)
+    w = mb.build_robot(joints=(), **kw)
     assert np.array_equal(w.model.mi, rt.model.mi) and w.options["payloads"] == rt.options["payloads"]
     # a payload change keeps the armature and the joints
-    rt2 = pl.with_payloads(rt, {})
+    rt2 = mb.with_payloads(rt, {})
     assert rt2.out_names == joints and list(rt2.model.armature) == list(rt.model.armature)
     assert np.array_equal(rt2.model.mi, model.with_armature(rt.model.armature).mi)
 
 
 def test_diagnostics_show_payloads_armature_friction(arm):
-    from rbd_ros.node import payload as pl
     from rbd_ros.node.diagnostics import build_status
     from rbd_ros.node.stats import Stats
     urdf, _ = arm
-    rt = pl.build_runtime(urdf, floating_base=False, mimic=True, gravity=(0, 0, -9.81), joints=(),
+    rt = mb.build_robot(urdf, floating_base=False, mimic=True, gravity=(0, 0, -9.81), joints=(),
                           source="t", armature=[0, 0.1, 0, 0, 0, 0, 0.02],
                           payloads={"link5": pl.from_params(["link5"], [ON_LINK5[0]], ON_LINK5[1],
                                                             ON_LINK5[2])[0]})

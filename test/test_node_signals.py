@@ -141,7 +141,7 @@ def _helper_of(node):
     for k in node.children():
         try:
             with open(f"/proc/{k}/cmdline") as f:
-                if "rbd_ros.core.precompile" in f.read():
+                if "rbd_ros.precompile" in f.read():
                     helpers.append(k)
         except OSError:
             pass

@@ -105,12 +105,12 @@ def test_package_xml_declares_what_the_code_imports():
 
 
 def test_bundled_urdfs_are_installed_and_resolved_through_the_ament_index(tmp_path, monkeypatch):
-    from rbd_ros.node import runtime as rtm
+    from rbd_ros import robots as rtm
     with open(os.path.join(ROOT, "setup.py")) as f:
         assert '(os.path.join("share", package_name, "urdf"), glob("rbd_ros/robots/*.urdf"))' in f.read()
     # without an ament index: the package's own folder
     monkeypatch.delenv("AMENT_PREFIX_PATH", raising=False)
-    assert rtm.resolve_urdf_file("rbd_arm7") == os.path.join(rtm.BUNDLED_ROBOTS_DIR, "rbd_arm7.urdf")
+    assert rtm.resolve_urdf_file("rbd_arm7") == os.path.join(rtm.PACKAGE_DIR, "rbd_arm7.urdf")
     # an installed prefix (what colcon makes): share/rbd_ros/urdf wins
     (tmp_path / "share" / "ament_index" / "resource_index" / "packages").mkdir(parents=True)
     (tmp_path / "share" / "ament_index" / "resource_index" / "packages" / "rbd_ros").write_text("")

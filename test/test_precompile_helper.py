@@ -1,4 +1,4 @@
-"""The precompile helper (``python -m rbd_ros.core.precompile``, which the node starts on a
+"""The precompile helper (``python -m rbd_ros.precompile``, which the node starts on a
 cold first start): a Ctrl-C ends it at once without a traceback, and it never outlives
 the process that started it (``--parent``: PR_SET_PDEATHSIG on Linux, a polling thread
 everywhere).  Each helper here compiles into an empty numba cache of its own, so it is
@@ -48,7 +48,7 @@ def test_sigint_during_a_compile_exits_quietly(tmp_path):
     """Ctrl-C to the process group during a cold compile (a terminal's, to ``rbd_precompile``
     or to a helper in the terminal's group): exit status 130, nothing on stdout or stderr
     (it printed ~100 lines of chained KeyboardInterrupt tracebacks)."""
-    p = subprocess.Popen([sys.executable, "-m", "rbd_ros.core.precompile", "--quiet", "--step", "crba",
+    p = subprocess.Popen([sys.executable, "-m", "rbd_ros.precompile", "--quiet", "--step", "crba",
                           "--step", "aba"], env=_env(tmp_path), stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -75,12 +75,12 @@ def _middle(code: str, cache_dir):
 
 
 def test_helper_ends_when_its_parent_is_killed(tmp_path):
-    """The node is killed (SIGKILL: no clean-up of its own) while its helper waits for a
-    cache entry that will never come ("rnea after the node" waits up to 120 s): the
-    helper must end with it, not linger as an orphan."""
+    """The node is killed (SIGKILL: no clean-up of its own) while its helper compiles
+    (ABA into an empty cache: ~10 s or more): the helper must end with it, not linger
+    as an orphan."""
     code = ("import os, subprocess, sys, time\n"
-            "h = subprocess.Popen([sys.executable, '-m', 'rbd_ros.core.precompile', '--quiet',"
-            " '--parent', str(os.getpid()), '--step', 'rnea after the node'])\n"
+            "h = subprocess.Popen([sys.executable, '-m', 'rbd_ros.precompile', '--quiet',"
+            " '--parent', str(os.getpid()), '--step', 'aba'])\n"
             "print(h.pid, flush=True)\n"
             "time.sleep(300)\n")
     middle, helper = _middle(code, tmp_path)
@@ -104,7 +104,7 @@ def test_parent_check_without_prctl(tmp_path):
     once its parent is gone."""
     code = ("import os, subprocess, sys, time\n"
             "child = ('import os, time\\n'\n"
-            "         'from rbd_ros.core.precompile import die_with_parent\\n'\n"
+            "         'from rbd_ros.precompile import die_with_parent\\n'\n"
             "         'die_with_parent(os.getppid(), period=0.05, use_prctl=False)\\n'\n"
             "         'print(\"watching\", flush=True)\\n'\n"
             "         'time.sleep(300)\\n')\n"

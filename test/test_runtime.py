@@ -1,4 +1,4 @@
-"""rbd_ros.node.runtime (ROS-free): merging joint states by name, readiness, outputs."""
+"""rbd_ros.node.robot (ROS-free): merging joint states by name, readiness, outputs."""
 import array
 import math
 
@@ -7,7 +7,9 @@ import pytest
 from core_util import ARM_JOINTS
 
 import rbd_ros.core as rbd
-from rbd_ros.node.runtime import DROP_DUPLICATE, DROP_NONFINITE, DROP_SIZE, build_runtime, bundled_robot_path
+from rbd_ros.node.model_build import build_robot
+from rbd_ros.node.robot import DROP_DUPLICATE, DROP_NONFINITE, DROP_SIZE
+from rbd_ros.robots import bundled_robot_path
 
 ARM = ARM_JOINTS
 
@@ -15,7 +17,7 @@ ARM = ARM_JOINTS
 @pytest.fixture()
 def rt():
     with open(bundled_robot_path("rbd_arm7")) as f:
-        return build_runtime(f.read(), floating_base=False, mimic=True, gravity=[0, 0, -9.81],
+        return build_robot(f.read(), floating_base=False, mimic=True, gravity=[0, 0, -9.81],
                              joints=["joint7", "joint2"], source="test")
 
 

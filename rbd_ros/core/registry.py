@@ -271,10 +271,11 @@ def kernels_of(names) -> tuple:
     return tuple(dict.fromkeys(out))
 
 
-def will_compile(names) -> bool:
-    """True if a kernel behind the public functions ``names`` is neither compiled in this
-    process nor in numba's disk cache (its first call will compile: seconds)."""
-    return nbc.will_compile(kernels_of(names))
+def will_compile(names, kernels=()) -> bool:
+    """True if a kernel behind the public functions ``names``, or one of the numba
+    dispatchers ``kernels`` (a caller's own), is neither compiled in this process nor in
+    numba's disk cache (its first call will compile: seconds)."""
+    return nbc.will_compile(kernels_of(names) + tuple(kernels))
 
 
 def cached(names) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
-from rbd_ros.node.payload import armature_text, payloads_text
+from rbd_ros.node.model_build import armature_text, payloads_text
 
 
 def _short(names, n=10):
@@ -17,7 +17,7 @@ def build_status(node_fqn: str, rt, stats, now: float, max_state_age: float, *,
                  command=(), relay: dict | None = None) -> DiagnosticStatus:
     """Status of the node named node_fqn.
 
-    rt: the current Runtime or None; stats: the control path's Stats; now: monotonic
+    rt: the current Robot or None; stats: the control path's Stats; now: monotonic
     time (the clock of the joint-state stamps in rt); services: what the services are
     doing ("on (worker pid 12)", "starting ...", "off"); services_error: why they are
     off, if they are (raises the level to WARN); command_friction: the parameter (the

@@ -4,7 +4,7 @@ Module map (rbd_ros/node):
   names.py          topic/service names and QoS
   params.py         parameter table, typed ``Params`` snapshot
   runtime.py        ROS-free: a model, joint names, merged state, output buffers
-  control.py        the control path: joint_states -> Runtime -> published outputs
+  control.py        the control path: joint_states -> Robot -> published outputs
   services.py       service request -> core -> response, and the service factory
   payload.py        ROS-light: payloads and armature of the model (parse, check, build)
   worker_client.py  the service worker process seen from the node (restarts)
@@ -50,8 +50,9 @@ from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 
 from rbd_ros.node import diagnostics, names, params
+from rbd_ros.node import model_build as mb
 from rbd_ros.node import payload as pl
-from rbd_ros.node.control import ControlPath
+from rbd_ros.node.control_path import ControlPath
 from rbd_ros.node.heap import freeze_heap
 from rbd_ros.node.services import create_dynamics_services
 from rbd_ros.node.stats import Stats
@@ -151,7 +152,7 @@ class DynamicsNode:
 
     @property
     def runtime(self):
-        """The current Runtime (None before the first model)."""
+        """The current Robot (None before the first model)."""
         return self.control_path.runtime
 
     # ------------------------------------------------------------ parameters
@@ -190,7 +191,7 @@ class DynamicsNode:
             self._set_friction_eps(_friction_eps(p))
 
     def _set_friction_eps(self, eps: float):
-        """The services' Coulomb smoothing (an option of the Runtime, resent to the worker)."""
+        """The services' Coulomb smoothing (an option of the Robot, resent to the worker)."""
         rt = self.runtime
         if rt is None or rt.options.get("friction_velocity_eps") == eps:
             return
@@ -200,12 +201,12 @@ class DynamicsNode:
 
     # ----------------------------------------------------------------- model
     def _build(self, text: str, where: str, p: params.Params):
-        """A Runtime for this URDF and parameters, with the active payloads (the
+        """A Robot for this URDF and parameters, with the active payloads (the
         start-up ones before the first model)."""
         rt = self.runtime
         payloads = rt.options.get("payloads", {}) if rt is not None else self._startup_payloads
         with self._build_lock:
-            return pl.build_runtime(
+            return mb.build_robot(
                 text, floating_base=p.floating_base, mimic=p.mimic, gravity=p.gravity,
                 joints=p.joints, source=where, armature=p.armature, payloads=payloads,
                 friction_velocity_eps=_friction_eps(p))
@@ -229,9 +230,9 @@ class DynamicsNode:
         m = rt.model
         extra = ""
         if m.payloads:
-            extra += f"; payloads {pl.payloads_text(m)}"
+            extra += f"; payloads {mb.payloads_text(m)}"
         if rt.options.get("armature"):
-            extra += f"; armature {pl.armature_text(rt)}"
+            extra += f"; armature {mb.armature_text(rt)}"
         self.log.info(f"model {m.name!r} loaded from {rt.source}: {rt.ndof} joint DOF"
                       f"{' + floating base' if rt.floating else ''}, {m.mass:.3f} kg; outputs in "
                       f"order {list(rt.out_names)}{extra}")
@@ -281,9 +282,9 @@ class DynamicsNode:
                                   "(publish robot_description first)")
         with self._build_lock:
             new = pl.apply_payloads(rt.model, rt.options.get("payloads", {}), changes)
-            new_rt = pl.with_payloads(rt, new)
+            new_rt = mb.with_payloads(rt, new)
         self._swap(new_rt)
-        return f"payloads now: {pl.payloads_text(new_rt.model)} (model mass {new_rt.model.mass:.4g} kg)"
+        return f"payloads now: {mb.payloads_text(new_rt.model)} (model mass {new_rt.model.mass:.4g} kg)"
 
     def _on_payload(self, msg):
         try:

@@ -15,7 +15,7 @@ from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, Paramete
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.parameter import Parameter
 
-from rbd_ros.node import runtime as rtm
+from rbd_ros import robots
 
 # changing one of these rebuilds the model (off the control path) and swaps it in
 STRUCTURAL = ("robot_description", "urdf_file", "joints", "gravity", "floating_base", "mimic")
@@ -221,7 +221,7 @@ class Params:
     def description(self):
         """(URDF text, where it came from) from robot_description or urdf_file, or None.
         Raises ValueError/OSError if urdf_file names no readable file."""
-        return rtm.read_description(self.urdf_file, self.robot_description)
+        return robots.read_description(self.urdf_file, self.robot_description)
 
 
 def parameter_value(value):

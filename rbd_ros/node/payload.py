@@ -1,37 +1,23 @@
-"""Payloads and armature of the node's model (ROS-light: no rclpy, no DDS).
+"""Payloads as the node receives them (ROS-light: no rclpy, no DDS).
 
-What is here:
+* ``Payload``: one rigid payload (link, mass, com, 6 inertia values about the
+  com), read from a geometry_msgs/InertiaStamped (``from_inertia_stamped``) or
+  from the start-up parameters (``from_params``).
+* ``apply_payloads(model, current, changes)``: the payload set after a request
+  (mass 0 removes the link's payload), all or nothing, checked against the model.
 
-* ``Payload``: one rigid payload as the node receives it (link, mass, com,
-  6 inertia values about the com), read from a geometry_msgs/InertiaStamped
-  (``from_inertia_stamped``) or from the start-up parameters (``from_params``).
-* ``apply_payloads(payloads, changes)``: the payload set after a request
-  (mass 0 removes the link's payload), all-or-nothing.
-* ``build_runtime(...)``: URDF -> Model (+ armature, + payloads) -> Runtime,
-  warmed up; ``with_payloads(rt, payloads)``: the same Runtime's model with
-  another payload set (cheap: the URDF is not parsed again).
-* ``armature_by_name`` / ``armature_vector``: the ``armature`` parameter (a list
-  in ``joints`` order) -> {DOF name: value} -> the model's (nv,) vector.
-
-Every check that needs the model (unknown link with close matches, PSD /
+Every check that needs the model (unknown link with close matches, bounds, PSD /
 triangle inequality of the inertia, ...) is the core's
-(``Model.with_payload``); its error text is re-labelled with the field the
-user wrote (``payloads[2].inertia.m``, ``payload_masses[0]`` ...).
-
-Payloads follow the model: after a new robot description, a payload whose
-link still exists is re-attached, one whose link is gone is dropped (listed in
-``rt.options["dropped_payloads"]`` so the node can warn naming it).
+(``Model.with_payload``); its error text is re-labelled with the field the user
+wrote (``payloads[2].inertia.m``, ``payload_masses[0]`` ...).  Building a model
+with payloads is ``model_build.py``'s.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 
-import numpy as np
-
-import rbd_ros.core as rbd
 from rbd_ros.core.robot_terms import check_payload
-from rbd_ros.node import runtime as rtm
 
 DEFAULT_FRICTION_VELOCITY_EPS = 0.01
 
@@ -111,7 +97,7 @@ def from_params(links, masses, coms, inertias) -> list:
     return out
 
 
-def _relabel(p: Payload, e: Exception) -> PayloadError:
+def relabel(p: Payload, e: Exception) -> PayloadError:
     """Core error 'mass: expected ...' -> 'payloads[0].inertia.m: expected ...'."""
     text = str(e)
     key, sep, rest = text.partition(":")
@@ -120,7 +106,7 @@ def _relabel(p: Payload, e: Exception) -> PayloadError:
     return PayloadError(f"{p.name_of('link')} {p.link!r}: {text}")
 
 
-def _check_removal(model, p: Payload) -> None:
+def check_removal(model, p: Payload) -> None:
     """mass 0 removes: the link must exist, com and inertia must still be numbers."""
     if p.link not in model.link_names:
         close = model.close_links(p.link)
@@ -131,22 +117,6 @@ def _check_removal(model, p: Payload) -> None:
             raise PayloadError(f"{p.name_of(key)}: expected finite numbers, got {list(values)}")
 
 
-def attach(model, payloads) -> "rbd.Model":
-    """``model`` (its own payloads removed) with ``payloads`` (iterable of Payload;
-    mass 0 = none on that link).  PayloadError naming the field of the first bad one."""
-    for link in list(model.payloads):
-        model = model.without_payload(link)
-    for p in payloads:
-        if p.mass == 0.0:
-            _check_removal(model, p)
-            continue
-        try:
-            model = model.with_payload(p.link, p.mass, p.com, p.inertia)
-        except ValueError as e:
-            raise _relabel(p, e) from None
-    return model
-
-
 def apply_payloads(model, current: dict, changes) -> dict:
     """The payload set (link -> Payload) after the request ``changes`` (list of
     Payload, in order; a later entry on the same link wins; mass 0 removes), checked
@@ -154,135 +124,12 @@ def apply_payloads(model, current: dict, changes) -> dict:
     new = dict(current)
     for p in changes:
         if p.mass == 0.0:
-            _check_removal(model, p)
+            check_removal(model, p)
             new.pop(p.link, None)
             continue
         try:
             check_payload(model, p.link, p.mass, p.com, p.inertia)
         except ValueError as e:
-            raise _relabel(p, e) from None
+            raise relabel(p, e) from None
         new[p.link] = p
     return new
-
-
-def split_known(model, payloads: dict):
-    """(payloads whose link is in the model, sorted names of the links that are not)."""
-    links = set(model.link_names)
-    kept = {k: p for k, p in payloads.items() if k in links}
-    return kept, sorted(k for k in payloads if k not in links)
-
-
-# ----------------------------------------------------------------------------- armature
-
-def armature_by_name(rt, values, field: str = "armature") -> dict:
-    """The ``armature`` parameter (one value per output joint of ``rt``, in ``joints``
-    order; empty = zero) -> {DOF name: value} of the non-zero values.  PayloadError
-    naming the entry and the joint for a wrong length or a negative/non-finite value."""
-    values = list(values or ())
-    if not values:
-        return {}
-    if len(values) != rt.nout:
-        raise PayloadError(f"{field}: {len(values)} values, expected {rt.nout} (one per joint of "
-                           f"`joints`: {list(rt.out_names)}) or none")
-    out = {}
-    for k, (name, x) in enumerate(zip(rt.out_names, values)):
-        x = float(x)
-        if not (math.isfinite(x) and x >= 0.0):
-            raise PayloadError(f"{field}[{k}] ({name}): expected a finite number >= 0 (rotor "
-                               f"inertia reflected to the joint, kg m^2 or kg), got {x}")
-        if x:
-            out[name] = x
-    return out
-
-
-def armature_vector(rt, by_name: dict) -> np.ndarray:
-    """{DOF name: value} -> the model's (nv,) armature (0 elsewhere).  PayloadError for a
-    name that is not a DOF of rt (the service worker gets names from the node)."""
-    arm = np.zeros(rt.model.nv)
-    for name, x in by_name.items():
-        i = rt.dof_index.get(name)
-        if i is None:
-            raise PayloadError(rt.unknown_joint_text(name, "armature"))
-        arm[rt.dof_v[i]] = float(x)
-    return arm
-
-
-def armature_text(rt) -> str:
-    """Non-zero armature per DOF name ('none' if all zero), for diagnostics."""
-    arm = rt.model.armature
-    parts = [f"{n}: {arm[rt.dof_v[i]]:g}" for i, n in enumerate(rt.dof_names) if arm[rt.dof_v[i]]]
-    return ", ".join(parts) if parts else "none"
-
-
-def payloads_text(model) -> str:
-    """Active payloads 'link: mass kg, ...' ('none'), for diagnostics."""
-    pl = model.payloads
-    return ", ".join(f"{k}: {pl[k][0]:g} kg" for k in sorted(pl)) if pl else "none"
-
-
-# ----------------------------------------------------------------------------- building
-
-def _finish(model, joints, source, options, warm: bool = True, services: bool = False) -> "rtm.Runtime":
-    """The Runtime; ``warm``: run every kernel this process needs once
-    (Runtime.warm_up). A payload change skips it: the kernels are compiled already,
-    warm_up's per-model work costs ~20 ms for a humanoid, and whether forward dynamics
-    works for the new model is found (and logged) by the service worker's own warm-up."""
-    rt = rtm.Runtime(model, joints, source)
-    rt.options = options
-    if warm:
-        rt.warm_up(services)
-    return rt
-
-
-def build_runtime(urdf_text: str, *, floating_base: bool, mimic: bool, gravity, joints,
-                  source: str, armature=None, payloads: dict | None = None,
-                  friction_velocity_eps: float = DEFAULT_FRICTION_VELOCITY_EPS,
-                  services: bool = False):
-    """``runtime.build_runtime`` plus armature and payloads (``services``: warm up the
-    service kernels, in the worker process, instead of the control path's).
-
-    ``armature``: {DOF name: value}, or the ``armature`` parameter (a list in ``joints``
-    order, see ``armature_by_name``); ``payloads``: link -> Payload.  A payload never
-    makes the model fail: one on a link the model lacks, or one the model refuses (a
-    bad start-up parameter), is left out and listed in ``rt.options["dropped_payloads"]``
-    as (link, reason).  Raises rbd.ModelError / ValueError for a bad model, PayloadError
-    for a bad armature.
-
-    ``rt.options`` carries what the service worker needs to build the same model
-    (``protocol.model_command``): floating_base, mimic, gravity, armature ({DOF name:
-    value}), payloads (the attached ones), friction_velocity_eps."""
-    if "<" not in urdf_text:
-        raise rbd.ModelError(f"the robot description is not URDF XML (starts with "
-                             f"{urdf_text[:40]!r})")
-    g = [float(x) for x in gravity]
-    if len(g) != 3 or not all(math.isfinite(x) for x in g):
-        raise rbd.ModelError(f"parameter gravity: expected 3 finite numbers, got {list(gravity)}")
-    model = rbd.Model.from_urdf(urdf_text, floating_base=floating_base, mimic=mimic,
-                                gravity=tuple(g))
-    by_name = {}
-    if armature is not None and len(armature):
-        probe = rtm.Runtime(model, joints, source)   # names only: cheap
-        by_name = dict(armature) if isinstance(armature, dict) else armature_by_name(probe, armature)
-        model = model.with_armature(armature_vector(probe, by_name))
-    known, missing = split_known(model, dict(payloads or {}))
-    dropped = [(link, f"the model has no link {link!r}") for link in missing]
-    kept = {}
-    for link, p in known.items():
-        try:
-            model = attach(model, list(kept.values()) + [p])
-            kept[link] = p
-        except PayloadError as e:
-            dropped.append((link, str(e)))
-    options = {"floating_base": bool(floating_base), "mimic": bool(mimic), "gravity": g,
-               "armature": by_name, "payloads": kept,
-               "friction_velocity_eps": float(friction_velocity_eps),
-               "dropped_payloads": dropped}
-    return _finish(model, joints, source, options, services=services)
-
-
-def with_payloads(rt, payloads: dict):
-    """A new Runtime: rt's model (same URDF, armature, joints) with exactly ``payloads``
-    (link -> Payload).  PayloadError naming the field of a bad one."""
-    model = attach(rt.model, payloads.values())
-    options = dict(rt.options, payloads=dict(payloads), dropped_payloads=[])
-    return _finish(model, rt.out_names, rt.source, options, warm=False)

@@ -60,7 +60,7 @@ def model_command(urdf: str, where: str, floating_base: bool, mimic: bool, gravi
 
 
 def parse_model_command(line: str) -> dict:
-    """The keyword arguments of payload.build_runtime (but joints) from a command line.
+    """The keyword arguments of payload.build_robot (but joints) from a command line.
     Raises ValueError/KeyError on a malformed line."""
     from rbd_ros.node.payload import DEFAULT_FRICTION_VELOCITY_EPS, Payload
     cmd = json.loads(line)

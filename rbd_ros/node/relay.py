@@ -47,7 +47,7 @@ def check_derivatives(traj) -> str | None:
 class TrajectoryRelay:
     """Subscription ``in_topic`` -> inverse dynamics -> publisher ``out_topic`` on ``node``.
 
-    get_runtime() returns the current Runtime (or None); ``on_count(relayed, refused)``
+    get_runtime() returns the current Robot (or None); ``on_count(relayed, refused)``
     (optional) is called after each trajectory with the running totals."""
 
     def __init__(self, node, in_topic: str, out_topic: str, get_runtime, log, on_count=None):

@@ -40,7 +40,7 @@ def main(argv=None):
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
     from rclpy.signals import SignalHandlerOptions
 
-    from rbd_ros.node import payload as pl
+    from rbd_ros.node import model_build as mb
     from rbd_ros.node.heap import freeze_heap
     from rbd_ros.node.services import create_dynamics_services
 
@@ -55,7 +55,7 @@ def main(argv=None):
 
     def load(line):
         try:
-            rt = pl.build_runtime(joints=(), services=True, **protocol.parse_model_command(line))
+            rt = mb.build_robot(joints=(), services=True, **protocol.parse_model_command(line))
         except Exception as e:  # the parent validated it; report, keep the old model
             log.error(f"service worker could not build the model: {e}")
             _report(protocol.event_model(False, error=str(e)))

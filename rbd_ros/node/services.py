@@ -1,6 +1,6 @@
 """Service request -> arrays -> rbd_ros.core -> response.  No dynamics maths here.
 
-Every function takes the current Runtime (or None), a request and a response
+Every function takes the current Robot (or None), a request and a response
 of the rbd_ros_interfaces service types, fills the response and returns it.
 Bad requests give success=False and a message naming the field.
 

@@ -6,15 +6,16 @@ a warm cache loads them in about a second.  On the first start after an install 
 cache is empty and compiling everything takes minutes of CPU, so the work is split:
 
 * ``warm_control_path`` (the node process, before the first torque): only what the
-  torque topics use -- ``compensation_into`` (g, b, H in one call), ``rnea`` (computed
-  torque), the joint-state merge kernel and the command law's kernels.  From an empty
-  cache a second process compiles CRBA, the command law's kernels and the merge kernel
-  into the disk cache meanwhile (the other core), so the node's own compile is about
-  RNEA's alone.
+  torque topics use -- ``compensation_into`` (g, b, H in one call), ``rnea_into``
+  (computed torque), the joint-state merge kernel and the command law's kernels.  From
+  an empty cache a second process (``rbd_precompile --step``, the steps of
+  ``precompile_steps`` below) compiles CRBA, the command law's kernels and the merge
+  kernel into the disk cache meanwhile (the other core), so the node's own compile is
+  about RNEA's alone.
 * ``warm_services`` (the service worker, a process of its own, so on the other core
   and while the node already publishes): inverse and forward dynamics, single, batch
   and with external wrenches.  Also finds out whether forward dynamics is available
-  for the model (``Runtime.fd_error``: a singular H at the neutral pose).
+  for the model (``Robot.fd_error``: a singular H at the neutral pose).
 
 Both log a line *before* compiling when the cache is cold, saying why the start is
 slow and how long it usually takes (``rbd_precompile`` does the same work ahead of
@@ -30,6 +31,9 @@ import time
 import numpy as np
 
 import rbd_ros.core as rbd
+from rbd_ros.core import registry
+from rbd_ros.node import effort_law
+from rbd_ros.node.robot import Robot, merge_k
 
 # first-start compile time measured on the 2-core development machine (bench/first_start.py,
 # seconds after the node started); quoted in the log line so that a user knows what to expect
@@ -48,24 +52,16 @@ def _log(log, text: str) -> None:
     log.info(text)
 
 
-def _cached(dispatcher) -> bool:
-    """True if numba's on-disk cache has a compiled version of ``dispatcher`` for its
-    current source (the index file exists and its source stamp matches)."""
-    try:
-        return bool(dispatcher._cache._cache_file._load_index())
-    except Exception:
-        return False
+def cold(names, kernels=()) -> bool:
+    """True if a kernel behind the core's public functions ``names`` or one of the node's
+    own ``kernels`` will be compiled (not in memory, not in numba's disk cache)."""
+    return registry.will_compile(names, kernels)
 
 
-def cold(dispatchers) -> bool:
-    """True if any of the kernels will be compiled (not in memory, not in the disk cache)."""
-    return any(not d.signatures and not _cached(d) for d in dispatchers)
-
-
-def _announce(what: str, dispatchers, seconds: int, log):
+def _announce(what: str, names, kernels, seconds: int, log):
     """Log the first-start line if the kernels must be compiled; returns (start time,
     cold)."""
-    is_cold = cold(dispatchers)
+    is_cold = cold(names, kernels)
     if is_cold:
         _log(log, f"compiling the {what} kernels (numba) on first start: the compiled-code "
                   f"cache is empty or out of date (a fresh install or an upgrade); this usually "
@@ -74,24 +70,35 @@ def _announce(what: str, dispatchers, seconds: int, log):
     return time.perf_counter(), is_cold
 
 
-def control_path_kernels():
-    from rbd_ros.core.algorithms.compensation import compensation_k
-    from rbd_ros.core.algorithms.rnea import rnea_k
-    from rbd_ros.node.command import _finish_k
-    from rbd_ros.node.runtime import _merge_k
-    return (compensation_k, rnea_k, _merge_k, _finish_k)
+# the core's public functions and the node's own kernels each process calls
+CONTROL_PATH = ("compensation_into", "rnea_into")
+SERVICES = ("rnea", "forward_dynamics")
 
 
-def service_kernels():
-    from rbd_ros.core.algorithms import forward_dynamics as fd
-    from rbd_ros.core.algorithms import rnea
-    return (rnea.rnea_k, rnea.rnea_fext_k, rnea.rnea_batch_k, fd.forward_dynamics_k,
-            fd.forward_dynamics_batch_k)
+def node_kernels():
+    """The node's own numba kernels (joint-state merge, effort law)."""
+    return (merge_k,) + effort_law.KERNELS
+
+
+def precompile_steps(model):
+    """The node's steps of ``rbd_precompile`` (entry point group ``rbd_ros.precompile``):
+    (name, function, group).  ``crba (one state)`` is what the first start's helper
+    compiles for the node (compensation_into calls CRBA)."""
+    q, z = model.neutral(), np.zeros(model.nv)
+
+    def merge():
+        none = np.zeros(0, dtype=np.int64)
+        merge_k(np.zeros(1), np.zeros(1), True, none, none, none, none, q.copy(), z.copy(),
+                 np.zeros(len(rbd.dof_indices(model))), 0.0)
+
+    return [("crba (one state)", lambda: rbd.crba(model, q), 0),
+            ("node command law kernels", lambda: Robot(model, (), "precompile").law.warm_kernels(), 0),
+            ("node merge kernel", merge, 0)]
 
 
 # what the helper process compiles (precompile step names), CRBA first: compensation_into
 # waits for it
-HELPER_STEPS = ("crba", "node command law kernels", "node merge kernel", "rnea after the node")
+HELPER_STEPS = ("crba (one state)", "node command law kernels", "node merge kernel")
 
 
 def _compile_elsewhere():
@@ -107,7 +114,7 @@ def _compile_elsewhere():
         # --parent: the helper ends with this process (a Ctrl-C or kill of the node must
         # not leave it compiling, or waiting for a cache entry, as an orphan); a session of
         # its own: a terminal's Ctrl-C goes to the node only, as for the service worker
-        return subprocess.Popen([sys.executable, "-m", "rbd_ros.core.precompile", "--quiet",
+        return subprocess.Popen([sys.executable, "-m", "rbd_ros.precompile", "--quiet",
                                  "--parent", str(os.getpid()), *steps],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env,
                                 start_new_session=True)
@@ -129,30 +136,21 @@ def _wait_for(helper, ready, timeout=300.0) -> None:
 
 def warm_control_path(rt, log=None) -> None:
     """Compile and run once what the node's torque topics use (see the module docstring)."""
-    from rbd_ros.node.runtime import _merge_k
-    t0, was_cold = _announce("control-path", control_path_kernels(), CONTROL_PATH_S, log)
+    t0, was_cold = _announce("control-path", CONTROL_PATH, node_kernels(), CONTROL_PATH_S, log)
     helper = _compile_elsewhere() if was_cold else None
     model = rt.model
     q = np.array(model.neutral(), dtype=np.float64)
     z = np.zeros(model.nv)
-    if helper is not None:
-        # rnea_into itself (what compensation_into needs; the helper compiles the rnea
-        # entry kernel on top of it from the cache), meanwhile the helper compiles crba_into
-        from rbd_ros.core.algorithms.rnea import rnea_into
-        rnea_into(model.md_k, model.workspace(), q, z, z, np.zeros((0, 6)), False, True, True, np.empty(model.nv))
-    else:
-        rbd.rnea(model, q, z, z)
-    if helper is not None:          # compensation_into needs crba_into: its cache entry first
-        from rbd_ros.core.algorithms.crba import crba_into
-        _wait_for(helper, lambda: _cached(crba_into))
+    rbd.rnea_into(model, q, z, z, np.empty(model.nv))      # RNEA (meanwhile the helper: CRBA)
+    if helper is not None:          # compensation_into needs CRBA: its cache entry first
+        _wait_for(helper, lambda: registry.cached(["crba"]))
     rbd.compensation_into(model, q, z, rt.out_v, np.empty(rt.nout), np.empty(rt.nout),
                           np.empty(rt.nout * rt.nout))
-    if helper is not None:          # then the helper's rest: command law, merge kernel, rnea entry
+    if helper is not None:          # then the helper's rest: command law, merge kernel
         _wait_for(helper, lambda: False)
-        rbd.rnea(model, q, z, z)
-    # the merge kernel with the argument types Runtime.update gives it (nothing merged)
+    # the merge kernel with the argument types Robot.update gives it (nothing merged)
     none = np.zeros(0, dtype=np.int64)
-    _merge_k(np.zeros(1), np.zeros(1), True, none, none, none, none, q.copy(), z.copy(),
+    merge_k(np.zeros(1), np.zeros(1), True, none, none, none, none, q.copy(), z.copy(),
              rt.stamp.copy(), 0.0)
     if was_cold:
         _log(log, f"control-path kernels ready after {time.perf_counter() - t0:.1f} s")
@@ -161,7 +159,7 @@ def warm_control_path(rt, log=None) -> None:
 def warm_services(rt, log=None) -> None:
     """Compile and run once what the services use; sets ``rt.fd_error`` (None, or why
     forward dynamics is not available for this model)."""
-    t0, was_cold = _announce("service", service_kernels(), SERVICES_S, log)
+    t0, was_cold = _announce("service", SERVICES, (), SERVICES_S, log)
     model = rt.model
     q = np.array(model.neutral(), dtype=np.float64)
     z = np.zeros(model.nv)
@@ -179,3 +177,20 @@ def warm_services(rt, log=None) -> None:
             rt.fd_error = str(e)
     if was_cold:
         _log(log, f"service kernels ready after {time.perf_counter() - t0:.1f} s")
+
+
+def warm_up(rt, services: bool = False) -> None:
+    """Compile (numba) and run once the kernels this process needs, so that no message
+    pays a compile: the control path's in the node (and the effort law's), the
+    services' (which also sets ``rt.fd_error``) in the service worker.
+
+    Forward dynamics needs a non-singular H; a model whose H is singular (a link
+    without ``<inertial>`` moved by a joint: a massless leaf) still has g, b, H and
+    inverse dynamics.  Its forward dynamics failure is kept in ``rt.fd_error`` (the
+    services then refuse forward dynamics requests one by one) instead of refusing
+    the model."""
+    if services:
+        warm_services(rt)
+    else:
+        warm_control_path(rt)
+        rt.law.warm_up()

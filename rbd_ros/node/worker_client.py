@@ -87,8 +87,8 @@ class WorkerClient:
 
     def send_model(self, urdf: str, where: str, options: dict) -> None:
         """Queue a model for the worker (a writer thread feeds its stdin: never blocks).
-        ``options``: Runtime.options (floating_base, mimic, gravity; armature, payloads and
-        friction_velocity_eps when payload.build_runtime made it)."""
+        ``options``: Robot.options (floating_base, mimic, gravity; armature, payloads and
+        friction_velocity_eps when payload.build_robot made it)."""
         line = protocol.model_command(urdf, where, options["floating_base"], options["mimic"],
                                       options["gravity"], options.get("armature"),
                                       tuple((options.get("payloads") or {}).values()),

@@ -50,7 +50,7 @@ def load_description(urdf_file: str, robot_description: str) -> tuple[str, str]:
     """(URDF text, source) from the parameters: ``robot_description`` XML wins over ``urdf_file``
     (``runtime.read_description``, as in the node); ModelError if both are empty."""
     import rbd_ros.core as rbd
-    from rbd_ros.node.runtime import read_description
+    from rbd_ros.robots import read_description
 
     got = read_description(urdf_file, robot_description)
     if got is None:
@@ -73,7 +73,7 @@ class SimDriver:
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Float64MultiArray, String
 
-        from rbd_ros.node.command import float_buffer
+        from rbd_ros.node.effort_law import float_buffer
         from rbd_ros.node.names import QOS_DESCRIPTION
         from rbd_ros.sim.mujoco_model import JointMap, load_urdf
         from rbd_ros.sim.wrench import START, WrenchSchedule

@@ -2,23 +2,23 @@
 
 ``ControlPath.on_joint_state`` runs in the control thread for every message:
 
-1. merge the named positions/velocities into the Runtime's state (``Runtime.update``);
+1. merge the named positions/velocities into the Robot's state (``Robot.update``);
    bad messages are dropped and counted, never computed;
 2. gate: every DOF fresh (``max_state_age``), ``max_publish_rate``;
-3. compute the terms some output needs into the Runtime's buffers, in one core call
-   (``Runtime.compute``: g always, b and H only while a subscriber wants them);
+3. compute the terms some output needs into the Robot's buffers, in one core call
+   (``Robot.compute``: g always, b and H only while a subscriber wants them);
 4. publish every output that has a subscriber: ``OUTPUTS`` is the list of (topic,
-   term, message kind); each one's preallocated message shares the Runtime buffer of
+   term, message kind); each one's preallocated message shares the Robot buffer of
    its term, so publishing copies nothing in Python.
 
-The messages belong to this module, not to the Runtime: ``bind(rt)`` builds them for
-a new Runtime and swaps (runtime, messages) in as one object, so the control thread
-never sees a Runtime with another model's messages.
+The messages belong to this module, not to the Robot: ``bind(rt)`` builds them for
+a new Robot and swaps (runtime, messages) in as one object, so the control thread
+never sees a Robot with another model's messages.
 
-To add an output: give Runtime a buffer and a compute step for the new term (ROS-free),
+To add an output: give Robot a buffer and a compute step for the new term (ROS-free),
 add an ``Output`` to ``OUTPUTS`` (topic, term, kind), and say in ``_needs`` when the
 term must be computed; an input is a second subscription on the control node whose
-callback only merges into the Runtime (like step 1), read by that compute step.
+callback only merges into the Robot (like step 1), read by that compute step.
 
 The command outputs (command.py has the laws):
 
@@ -27,12 +27,12 @@ The command outputs (command.py has the laws):
   back to the damped gravity hold without a fresh desired state (logged once per
   transition, counted in diagnostics).
 * ``~/desired_state`` (``on_desired``, same control thread): validated and stored in
-  the Runtime's CommandLaw, or dropped whole (counted, throttled warning).
+  the Robot's CommandLaw, or dropped whole (counted, throttled warning).
 * ``~/feedforward_torques`` (+ ``_state``, term "ff", ``on=DESIRED``): computed and
   published by ``on_desired`` for each good desired state, stamped with its stamp.
 
-Command settings (``command.make_settings``) are built from the parameters for the
-bound Runtime and replaced as one object; invalid ones (a model swap that no longer
+Command settings (``effort_law.make_settings``) are built from the parameters for the
+bound Robot and replaced as one object; invalid ones (a model swap that no longer
 fits ``kp`` etc.) switch the command outputs off until fixed, with the reason logged.
 """
 from __future__ import annotations
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
-from rbd_ros.node import command, names
+from rbd_ros.node import effort_law, names
 
 # A new subscriber to an output gets data within this time (counts are cached).
 COUNTS_PERIOD_S = 0.05
@@ -61,7 +61,7 @@ CLAMP_WARN_PERIOD_S = 2.0
 @dataclass(frozen=True)
 class Output:
     topic: str
-    term: str      # Runtime buffer: "g" (rt.g_buf), "b", "h", "cmd", "ff"
+    term: str      # Robot buffer: "g" (rt.g_buf), "b", "h", "cmd", "ff"
     kind: str      # ARRAY or STATE
     switch: str = ""  # Params field that enables it ("" = always on)
     on: str = JOINT_STATES  # which input triggers it: JOINT_STATES or DESIRED
@@ -104,7 +104,7 @@ def _attach(out: Output, msg, rt) -> bool:
 
 
 def make_message(out: Output, rt):
-    """The preallocated message of one output for Runtime rt."""
+    """The preallocated message of one output for Robot rt."""
     n = rt.nout
     if out.kind == STATE:
         msg = _new(JointState)
@@ -121,7 +121,7 @@ def make_message(out: Output, rt):
 
 
 class Bound:
-    """A Runtime with the output messages built for it (swapped in as one object)."""
+    """A Robot with the output messages built for it (swapped in as one object)."""
     __slots__ = ("rt", "msgs", "shared")
 
     def __init__(self, rt, outputs):
@@ -192,18 +192,18 @@ class ControlPath:
 
     @staticmethod
     def command_settings_error(params, rt):
-        """None if the command parameters fit Runtime rt, else the reason (on-set check)."""
+        """None if the command parameters fit Robot rt, else the reason (on-set check)."""
         if rt is None:
             return None
         try:
-            command.make_settings(params, rt)
+            effort_law.make_settings(params, rt)
         except ValueError as e:
             return str(e)
         return None
 
     def _apply_settings(self, rt, keep_on_error=False) -> None:
         try:
-            s = command.make_settings(self.params, rt)
+            s = effort_law.make_settings(self.params, rt)
         except ValueError as e:
             if keep_on_error:
                 return
@@ -363,7 +363,7 @@ class ControlPath:
         pt = msg.points[0]
         status, detail = rt.law.set_desired(msg.joint_names, pt.positions, pt.velocities,
                                             pt.accelerations, now)
-        if status != command.DESIRED_OK:
+        if status != effort_law.DESIRED_OK:
             self._drop_desired(detail)
             return
         if now - self._counts_at >= COUNTS_PERIOD_S:

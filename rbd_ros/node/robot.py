@@ -1,8 +1,8 @@
 """ROS-free part of the node: a loaded model with its name maps, the merged
 joint state, the output buffers, and the command law with its desired state
-(``Runtime.law``, command.py).
+(``Robot.law``, command.py).
 
-One ``Runtime`` is built per robot description (off the control path) and
+One ``Robot`` is built per robot description (off the control path) and
 swapped in atomically; the control path only ever reads ``node.runtime`` once
 per message.  No dynamics maths here: everything goes through ``rbd_ros.core``.
 """
@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import array
 import math
-import os
 
 import numpy as np
 from numba import njit
 
 import rbd_ros.core as rbd
-from rbd_ros.node.command import CommandLaw, float_buffer
-
-BUNDLED_ROBOTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "robots")
+from rbd_ros.node.effort_law import CommandLaw, float_buffer
 
 # reasons a joint-state message is dropped (diagnostics keys)
 DROP_SIZE = "size_mismatch"
@@ -27,7 +24,7 @@ DROP_DUPLICATE = "duplicate_names"
 
 
 @njit(cache=True, nogil=True)
-def _merge_k(pos, vel, has_vel, src, dst, dst_q, dst_v, q, v, stamp, now):
+def merge_k(pos, vel, has_vel, src, dst, dst_q, dst_v, q, v, stamp, now):
     """Copy pos[src] (and vel[src], or zeros) into q / v at dst_q / dst_v and stamp the
     DOFs dst with ``now`` -- only if every copied value is finite.  Returns (code,
     oldest stamp of all DOFs): code -1 merged; k >= 0 position src[k] is not finite;
@@ -58,53 +55,7 @@ def _f64(x) -> np.ndarray:
     return np.asarray(x, dtype=np.float64).reshape(-1)
 
 
-def bundled_robots_dir() -> str:
-    """Where the bundled robots are: ``share/rbd_ros/urdf`` of the installed package when
-    the ament index knows rbd_ros (a colcon/ROS install), else the Python package's own
-    ``robots`` folder (pip/venv users)."""
-    try:
-        from ament_index_python.packages import get_package_share_directory
-        share = os.path.join(get_package_share_directory("rbd_ros"), "urdf")
-        if os.path.isdir(share):
-            return share
-    except (ImportError, LookupError, OSError, ValueError):
-        pass  # no ament index (AMENT_PREFIX_PATH unset) or rbd_ros not in it
-    return BUNDLED_ROBOTS_DIR
-
-
-def bundled_robot_path(name: str) -> str:
-    """Path of a robot shipped with rbd_ros (``rbd_arm7``)."""
-    return os.path.join(bundled_robots_dir(), name + ".urdf")
-
-
-def resolve_urdf_file(value: str) -> str:
-    """``urdf_file`` parameter -> a file path: an existing path, or the name of a bundled robot."""
-    if os.path.isfile(value):
-        return value
-    bundled = bundled_robot_path(value)
-    if os.sep not in value and os.path.isfile(bundled):
-        return bundled
-    folder = bundled_robots_dir()
-    raise rbd.ModelError(
-        f"urdf_file: no such file {value!r} (and no bundled robot of that name; bundled: "
-        f"{', '.join(sorted(f[:-5] for f in os.listdir(folder) if f.endswith('.urdf')))})")
-
-
-def read_description(urdf_file: str, robot_description: str):
-    """(URDF text, where it came from) from the ``robot_description`` parameter (XML, wins)
-    or the ``urdf_file`` one (a path or a bundled robot's name), or None if both are empty.
-    Raises ValueError/OSError if urdf_file names no readable file.  The node's and the sim
-    driver's parameters of the same names."""
-    if robot_description.strip():
-        return robot_description, "parameter robot_description"
-    if urdf_file.strip():
-        path = resolve_urdf_file(urdf_file.strip())
-        with open(path) as f:
-            return f.read(), f"file {path}"
-    return None
-
-
-class Runtime:
+class Robot:
     """A model plus everything the node needs to use it by joint name.
 
     DOF names: a 1-DOF joint is its joint name; a planar joint contributes
@@ -120,7 +71,7 @@ class Runtime:
         self.source = source
         self.floating = False
         self.base_joint = None  # name of the free-flyer joint when floating
-        self.options = {}       # build options (build_runtime), resent to the service worker
+        self.options = {}       # build options (build_robot), resent to the service worker
         self.fd_error = None    # why forward dynamics is unavailable (warm_up), or None
         dof_names, dof_q, dof_v = [], [], []
         for jn, nq, nv, iq, iv in zip(model.joint_names, model.joint_nq, model.joint_nv,
@@ -263,7 +214,7 @@ class Runtime:
             return "ok", unknown
         p = _f64(position)
         vv = _f64(velocity) if nvel else p
-        code, self.oldest = _merge_k(p, vv, nvel > 0, src, dst, dst_q, dst_v, self.q, self.v,
+        code, self.oldest = merge_k(p, vv, nvel > 0, src, dst, dst_q, dst_v, self.q, self.v,
                                      self.stamp, now)
         if code != -1:
             field, x = ("position", p) if code >= 0 else ("velocity", vv)
@@ -292,7 +243,7 @@ class Runtime:
                  if self.stamp[i] > -math.inf and max_age > 0 and now - self.stamp[i] > max_age]
         return missing, stale
 
-    def adopt_state(self, old: "Runtime") -> None:
+    def adopt_state(self, old: "Robot") -> None:
         """Carry the latest joint values (and the desired state, see CommandLaw.adopt)
         over from the previous model (same names)."""
         self.law.adopt(old.law)
@@ -310,30 +261,3 @@ class Runtime:
         Raises ValueError (nothing to publish) if the state or a result is not finite."""
         rbd.compensation_into(self.model, self.q, self.v, self.out_v, self.g,
                               self.b if bias else None, self.h if inertia else None)
-
-    def warm_up(self, services: bool = False) -> None:
-        """Compile (numba) and run once the kernels this process needs, so that no
-        message pays a compile: the control path's in the node, the services' (which
-        also sets ``fd_error``) in the service worker.  See ``warmup``.
-
-        Forward dynamics needs a non-singular H; a model whose H is singular (a link
-        without ``<inertial>`` moved by a joint: a massless leaf) still has g, b, H and
-        inverse dynamics.  Its forward dynamics failure is kept in ``fd_error`` (the
-        services then refuse forward dynamics requests one by one) instead of refusing
-        the model."""
-        from rbd_ros.node import warmup
-        if services:
-            warmup.warm_services(self)
-        else:
-            warmup.warm_control_path(self)
-            self.law.warm_up()      # the effort command's kernels (command.py)
-
-
-def build_runtime(urdf_text: str, *, floating_base: bool, mimic: bool, gravity, joints,
-                  source: str, services: bool = False) -> Runtime:
-    """Parse a URDF and build a warmed-up Runtime (raises rbd.ModelError / ValueError on
-    bad input): ``payload.build_runtime`` with neither armature nor payloads."""
-    from rbd_ros.node import payload  # payload.py builds on this module
-    return payload.build_runtime(urdf_text, floating_base=floating_base, mimic=mimic,
-                                 gravity=gravity, joints=joints, source=source,
-                                 services=services)

@@ -1,6 +1,6 @@
 """ROS-free command law of ``~/effort_command`` and ``~/feedforward_torques``.
 
-Arrays in, arrays out: a ``CommandLaw`` belongs to one Runtime (one model) and owns
+Arrays in, arrays out: a ``CommandLaw`` belongs to one Robot (one model) and owns
 preallocated buffers; the control path calls ``set_desired`` for each
 ``~/desired_state`` message and ``command`` for each joint_states message, neither
 of which allocates.  The dynamics come from rbd_ros.core (RNEA and the friction law
@@ -165,11 +165,14 @@ def _finish_k(src, sel, v, out_v, use_hold, hold, use_fric, damping, friction, e
     return nclamped
 
 
+KERNELS = (_desired_k, _ff_state_k, _accel_k, _finish_k)     # the law's numba kernels (warm-up)
+
+
 # ------------------------------------------------------------------------ settings
 
 @dataclass(frozen=True)
 class Settings:
-    """The command parameters checked against one Runtime (arrays: not to be written;
+    """The command parameters checked against one Robot (arrays: not to be written;
     writable numpy arrays, the type the kernels were compiled for in warm_up)."""
     mode: str
     friction: bool
@@ -206,7 +209,7 @@ def _per_joint(values, name, out_names, *, allow_inf=False, positive=False):
 
 
 def make_settings(p, rt) -> Settings:
-    """Settings from a params.Params snapshot for Runtime rt; ValueError with the reason
+    """Settings from a params.Params snapshot for Robot rt; ValueError with the reason
     (naming the parameter) when they do not fit."""
     mode = p.command_mode
     if mode not in MODES:
@@ -245,7 +248,7 @@ def make_settings(p, rt) -> Settings:
 # --------------------------------------------------------------------------- law
 
 class CommandLaw:
-    """Desired state and command buffers of one Runtime (``rt``: dof_names, dof_index,
+    """Desired state and command buffers of one Robot (``rt``: dof_names, dof_index,
     dof_q, dof_v, out_v, mimic, model, q, v).  Used by the control thread only, except
     ``settings``, which the background thread replaces as one object."""
 

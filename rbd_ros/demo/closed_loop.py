@@ -23,15 +23,13 @@ They run in the order 2, 3, 1 (the arm must be held at rest before the hold is
 measured; stopping the node is the cleanest "no command").  Before phase 2 the
 node brings the arm to rest at the start pose in computed-torque mode.
 
-    python -m rbd_ros.node.demo [--png PATH] [--rate HZ] [--no-plot]
+    python -m rbd_ros.demo [--png PATH] [--rate HZ] [--no-plot]      (demo/run.py)
 
 :class:`ClosedLoop` (the processes, the recording, the desired-state stream) is
 shared by ``test/test_closed_loop.py`` and ``bench/closed_loop.py``.
 """
 from __future__ import annotations
 
-import argparse
-import math
 import os
 import signal
 import subprocess
@@ -359,6 +357,8 @@ class ClosedLoop:
 
 
 # ---------------------------------------------------------------- the three measurements
+
+
 def settle(loop: ClosedLoop, q0=Q0, tol=5e-3, vtol=5e-2, hold=0.3, timeout=30.0) -> bool:
     """Computed torque to q0 (the driver steps from start-up on, so the arm has fallen and
     swung until the node's first command reached it) until the arm has stayed within tol
@@ -374,167 +374,3 @@ def settle(loop: ClosedLoop, q0=Q0, tol=5e-3, vtol=5e-2, hold=0.3, timeout=30.0)
         return len(t) > 10 and t[-1] - t[0] > 0.8 * hold and np.all(np.any(E != 0.0, axis=1)) \
             and np.max(np.abs(Q - q0)) < tol and np.max(np.abs(V)) < vtol
     return loop._wait(still, timeout, loop.node_proc)
-
-
-def measure_hold(loop: ClosedLoop, seconds: float):
-    """Gravity mode from now on; returns (drift rad = max |q(t) - q(t0)| over the window
-    and the joints, t0, t1)."""
-    res = loop.set_params(command_mode="gravity")
-    assert all(ok for ok, _ in res), res
-    t0 = loop.now() + 0.05     # the switch is in effect (the answer comes after it)
-    time.sleep(seconds)
-    loop.wait_recorded(t0 + seconds)
-    t, Q, _, _ = loop.window(t0, t0 + seconds)
-    if len(t) < 2:
-        raise RuntimeError("no joint states during the hold")
-    return float(np.max(np.abs(Q - Q[0]))), t0, t0 + seconds
-
-
-def measure_tracking(loop: ClosedLoop, q0=Q0, duration=TRAJ_S, settle=0.3):
-    """Computed-torque mode (desired = q0 meanwhile), then the demo trajectory as desired
-    states; returns (rms rad, max rad, t_start, t_end), errors q(t) - q_d(t) at the
-    joint states' stamps over the trajectory."""
-    loop.desired_fn = lambda t: reference(0.0, q0)
-    res = loop.set_params(command_mode="computed_torque")
-    assert all(ok for ok, _ in res), res
-    time.sleep(settle)
-    t_start = loop.now() + 0.05
-    loop.desired_fn = lambda t: reference(t - t_start, q0, duration)
-    time.sleep(duration)
-    loop.wait_recorded(t_start + duration)
-    t, Q, _, _ = loop.window(t_start, t_start + duration)
-    if len(t) < 2:
-        raise RuntimeError("no joint states during the trajectory")
-    Qd = reference_batch(t - t_start, q0=q0, duration=duration)[0]
-    e = Q - Qd
-    return float(np.sqrt(np.mean(e ** 2))), float(np.max(np.abs(e))), t_start, t_start + duration
-
-
-def measure_sag(loop: ClosedLoop, seconds=1.0, early=0.1):
-    """Stop the node; from the first joint state with zero applied effort on, how far the
-    arm falls in `seconds` and in `early` s (max over joints of |q - q(t0)|, rad);
-    (sag, early sag, t0)."""
-    t_stop = loop.now()
-    loop.stop_node()
-    ok = loop._wait(lambda: any(s[0] > t_stop and not np.any(s[3]) for s in loop.states[-200:]),
-                    10.0, None)
-    if not ok:
-        raise RuntimeError("the driver never applied zero effort after the node stopped")
-    t, Q, _, E = loop.window(t_stop, math.inf)
-    i0 = int(np.argmax(~np.any(E != 0.0, axis=1)))
-    t0 = t[i0]
-    time.sleep(max(0.0, t0 + seconds - loop.now()))
-    loop.wait_recorded(t0 + seconds)
-    t, Q, _, _ = loop.window(t0, t0 + seconds)
-    k = int(np.searchsorted(t, t0 + early))
-    early_q = Q[min(k, len(t) - 1)]
-    return float(np.max(np.abs(Q[-1] - Q[0]))), float(np.max(np.abs(early_q - Q[0]))), t0
-
-
-def run_demo(png: str | None, desired_rate=500.0, out=print):
-    ns = f"rbd_demo_{os.getpid()}"
-    t_wall = time.monotonic()
-    loop = ClosedLoop(ns, NODE_PARAMS, sim_params=SIM_PARAMS, desired_rate=desired_rate)
-    rc = 1
-    try:
-        steps = {"node": f"[demo] starting the dynamics node ({ROBOT}, command_mode computed_torque, "
-                         f"kp {KP:g} 1/s^2, kd {KD:g} 1/s) ...",
-                 "sim": f"[demo] starting the MuJoCo arm at q0 = {list(Q0)}: joint_states -> node, "
-                        f"node ~/effort_command -> driver"}
-        failed = loop.start(200, progress=lambda step: out(steps[step]))
-        if failed:
-            out("[demo] " + failed)
-            return 1
-        out("[demo] phase 2: gravity hold (command_mode gravity) for 3 s ...")
-        drift, h0, h1 = measure_hold(loop, 3.0)
-        out(f"[demo] phase 3: computed torque tracking a {TRAJ_S:g} s trajectory "
-            f"(desired states at {desired_rate:g} Hz) ...")
-        before = loop.sim_counters(wait=False)
-        rms, emax, c0, c1 = measure_tracking(loop)
-        after = loop.sim_counters()
-        stalls = {k: after[k] - before[k] for k in after if after[k] != before[k]}
-        time.sleep(0.3)
-        out("[demo] phase 1: node stopped, no command: the arm falls ...")
-        sag, sag_early, s0 = measure_sag(loop)
-        status = loop.node_status or {}
-        out("")
-        out("  phase                                   result")
-        out("  1 no command (node stopped)             fall (largest joint): "
-            f"{sag_early:.3f} rad after 0.1 s, {sag:.2f} rad after 1 s")
-        out("  2 gravity hold, command_mode gravity    drift over 3 s: "
-            f"{drift * 1e3:.2g} mrad")
-        out(f"  3 computed torque, desired at {desired_rate:3.0f} Hz   tracking error: "
-            f"RMS {rms * 1e3:.3f} mrad, max {emax * 1e3:.3f} mrad")
-        if stalls:
-            out(f"  (the machine stalled the driver during phase 3: {stalls}; 'resyncs' = "
-                "its real-time loop went > 50 ms without a step)")
-        if status:
-            out(f"  node callback p50/p99: {status.get('callback_time_p50_us', '?')}/"
-                f"{status.get('callback_time_p99_us', '?')} us")
-        if png:
-            plot(loop, png, (h0, h1), (c0, c1), s0)
-            out(f"[demo] picture: {png}")
-        rc = 0
-    finally:
-        loop.close()
-    out(f"[demo] done in {time.monotonic() - t_wall:.1f} s")
-    return rc
-
-
-def plot(loop: ClosedLoop, png: str, hold, track, sag0):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    t, Q, _, E = loop.window(hold[0] - 0.3, sag0 + 1.0)
-    T0 = hold[0]
-    Qd = np.where(((t >= track[0]) & (t <= track[1]))[:, None],
-                  reference_batch(t - track[0])[0], np.nan)
-    fig, ax = plt.subplots(3, 1, figsize=(11, 9), sharex=True,
-                           gridspec_kw={"height_ratios": [3, 1.4, 2]})
-    colors = plt.cm.tab10(np.arange(7))
-    for k in range(7):
-        ax[0].plot(t - T0, Q[:, k], color=colors[k], lw=1.2, label=JOINTS[k])
-        ax[0].plot(t - T0, Qd[:, k], color=colors[k], lw=2.5, ls="--", alpha=0.5)
-        ax[2].plot(t - T0, E[:, k], color=colors[k], lw=1.0)
-    err = (Q - Qd) * 1e3
-    for k in range(7):
-        ax[1].plot(t - T0, err[:, k], color=colors[k], lw=1.0)
-    for a in ax:
-        a.axvspan(0, hold[1] - T0, color="tab:green", alpha=0.07)
-        a.axvspan(track[0] - T0, track[1] - T0, color="tab:blue", alpha=0.07)
-        a.axvspan(sag0 - T0, sag0 + 1.0 - T0, color="tab:red", alpha=0.07)
-        a.grid(alpha=0.3)
-    top = ax[0].get_ylim()[1]
-    for x, text in ((0.05, "gravity hold"), (track[0] - T0 + 0.05, "computed torque"),
-                    (sag0 - T0 + 0.02, "no command")):
-        ax[0].text(x, top, text, va="top", fontsize=9)
-    ax[0].set_ylabel("joint angle (rad)\nsolid: actual, dashed: desired")
-    ax[0].legend(ncol=7, fontsize=8, loc="lower center")
-    ax[1].set_ylabel("tracking error\n(mrad)")
-    ax[2].set_ylabel("applied torque (N m)")
-    ax[2].set_xlabel("time (s)")
-    fig.suptitle(f"rbd_ros closed loop: dynamics node + MuJoCo {ROBOT} at 1 kHz")
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(png)), exist_ok=True)
-    fig.savefig(png, dpi=90)
-    plt.close(fig)
-
-
-def main(argv=None):
-    ap = argparse.ArgumentParser(description="rbd_ros closed-loop demo (node + MuJoCo arm)")
-    ap.add_argument("--png", default=os.path.join("demo_output", "closed_loop.png"),
-                    help="where to write the picture (default: %(default)s)")
-    ap.add_argument("--no-plot", action="store_true", help="no picture")
-    ap.add_argument("--rate", type=float, default=500.0, help="desired-state rate in Hz")
-    args = ap.parse_args(argv)
-    try:
-        import mujoco  # noqa: F401
-    except ImportError:
-        print("[demo] needs MuJoCo: pip install -e '.[demo]'", file=sys.stderr)
-        return 2
-    return run_demo(None if args.no_plot else args.png, args.rate,
-                    out=lambda s: print(s, flush=True))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

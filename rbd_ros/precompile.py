@@ -1,16 +1,18 @@
 """Compile every kernel ahead of time into numba's on-disk cache.
 
-    python -m rbd_ros.core.precompile [--jobs 2] [--quiet]      (console script: rbd_precompile)
+    python -m rbd_ros.precompile [--jobs 2] [--quiet]      (console script: rbd_precompile)
 
 numba compiles each kernel on its first call and caches the machine code
 (``__pycache__`` next to the sources, or ``NUMBA_CACHE_DIR``).  Run this once after
 an install (``scripts/venv.sh`` and CI do) so that the first ``ros2 launch``, test
 run or script starts warm instead of compiling for a minute or two.  The kernels do
 not depend on the robot (a model is an array of numbers), so one small built-in
-model covers every robot.  With ``--jobs 2`` (default: up to 2, one per core) the
-kernels are split between two processes: the forward dynamics family (FD, ABA) and
-the rest.  The batch kernels (an (N, nv) batch: serial row-range kernels that
-Python threads run in parallel) are cached like the others.
+model covers every robot; the steps follow from the kernel registry
+(``rbd_ros/core/compile_steps.py``) plus what other packages register under the
+entry-point group ``rbd_ros.precompile`` (the node's own kernels).  With ``--jobs 2``
+(default: up to 2, one per core) they are split between two processes by the
+entries' ``group`` (the forward dynamics family, FD and ABA, beside the rest).
+This module imports nothing heavy before its SIGINT handler is in place.
 
 Ctrl-C (SIGINT) ends it at once and quietly (exit status 130).  Started by another
 process with ``--parent PID`` (the node's first start, and ``--jobs 2`` for its second
@@ -28,91 +30,6 @@ import sys
 import threading
 import time
 
-# a 3-body tree with one of each joint kind the kernels dispatch on (revolute,
-# prismatic, continuous) and a mimic joint; the compiled code is the same for any model
-_URDF = """<robot name="precompile">
-  <link name="base"/>
-  <link name="a"><inertial><mass value="1"/>
-    <inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
-  <link name="b"><inertial><mass value="1"/>
-    <inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
-  <link name="c"><inertial><mass value="1"/>
-    <inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
-  <joint name="j1" type="revolute"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/>
-    <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
-  <joint name="j2" type="prismatic"><parent link="a"/><child link="b"/><origin xyz="0.1 0 0"/><axis xyz="1 0 0"/>
-    <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
-  <joint name="j3" type="continuous"><parent link="b"/><child link="c"/><origin xyz="0 0.1 0"/><axis xyz="0 1 0"/>
-    <mimic joint="j1" multiplier="0.5"/></joint>
-</robot>"""
-
-
-def _steps():
-    """(name, function, group): one call of every public function, in order of need
-    (the node's control path first)."""
-    import numpy as np
-
-    import rbd_ros.core as rbd
-    model = rbd.Model.from_urdf(_URDF)
-    q, z = model.neutral(), np.zeros(model.nv)
-    dofs = rbd.dof_indices(model)
-    n = len(dofs)
-    fe = np.zeros((len(model.link_names), 6))
-    Q, Z = np.tile(q, (2, 1)), np.zeros((2, model.nv))
-
-    def merge():
-        try:
-            from rbd_ros.node.runtime import _merge_k
-        except ImportError:  # the node's dependencies are not installed: core only
-            return
-        e = np.zeros(0, dtype=np.int64)
-        _merge_k(np.zeros(1), np.zeros(1), True, e, e, e, e, q.copy(), z.copy(), np.zeros(n), 0.0)
-
-    def rnea_entry_after_node():
-        """The node's first start: its warm-up compiles rnea_into itself; this helper
-        step waits for that in the disk cache, then compiles the entry kernel on top."""
-        from rbd_ros.core.algorithms.rnea import rnea_into
-        try:
-            from rbd_ros.node.warmup import _cached
-        except ImportError:
-            _cached = None
-        end = time.monotonic() + 120.0
-        while _cached is not None and not _cached(rnea_into) and time.monotonic() < end:
-            time.sleep(0.05)
-        rbd.rnea(model, q, z, z)
-
-    def command_law_kernels():
-        try:
-            from rbd_ros.node.runtime import Runtime
-        except ImportError:  # the node's dependencies are not installed: core only
-            return
-        Runtime(model, (), "precompile").law.warm_kernels()
-
-    H = 2.0 * np.eye(model.nv)  # any SPD matrix (no crba here: it is a step of its own)
-    # (name, call, group): with two jobs, group 1 (the forward dynamics family, which
-    # also compiles RNEA and CRBA as its callees) runs beside group 0; shared callees
-    # are compiled in both then, but a split by step would share far more of them
-    return [
-        ("compensation_into", lambda: rbd.compensation_into(model, q, z, dofs, np.empty(n), np.empty(n),
-                                                            np.empty(n * n)), 0),
-        ("rnea", lambda: rbd.rnea(model, q, z, z), 0),
-        ("node merge kernel", merge, 0),
-        ("node command law kernels", command_law_kernels, 0),
-        ("rnea after the node", rnea_entry_after_node, 0),
-        ("crba", lambda: rbd.crba(model, q), 0),
-        ("gravity, bias", lambda: (rbd.gravity(model, q), rbd.bias(model, q, z)), 0),
-        ("rnea f_ext", lambda: rbd.rnea(model, q, z, z, f_ext=fe, f_ext_frame="world"), 0),
-        ("coriolis_matrix", lambda: rbd.coriolis_matrix(model, q, z), 0),
-        ("ltdl, ltdl_solve", lambda: rbd.ltdl_solve(model, rbd.ltdl(model, H), z), 0),
-        ("batch rnea, crba", lambda: (rbd.rnea(model, Q, Z, Z), rbd.crba(model, Q)), 0),
-        ("forward_dynamics", lambda: rbd.forward_dynamics(model, q, z, z), 1),
-        ("forward_dynamics f_ext", lambda: rbd.forward_dynamics(model, q, z, z, f_ext=fe), 1),
-        ("aba", lambda: rbd.aba(model, q, z, z), 1),
-        ("aba f_ext", lambda: rbd.aba(model, q, z, z, f_ext=fe), 1),
-        ("batch fd, aba", lambda: (rbd.forward_dynamics(model, Q, Z, Z),
-                                                       rbd.aba(model, Q, Z, Z)), 1),
-    ]
-
 
 def _cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
@@ -121,7 +38,10 @@ def _cpu() -> float:
 
 def run_part(part: int, jobs: int, quiet: bool, only=None) -> None:
     """Group ``part`` of the steps, or the steps named in ``only`` in that order."""
-    steps = _steps()
+    # imported here, after main() installed its SIGINT handler: importing rbd_ros.core
+    # initialises numba (~1 s), and a Ctrl-C then must exit quietly too
+    from rbd_ros.core.compile_steps import steps as all_steps
+    steps = all_steps()
     if only is not None:
         by_name = {name: (name, fn, group) for name, fn, group in steps}
         steps = [by_name[name] for name in only if name in by_name]
@@ -195,7 +115,7 @@ def main(argv=None) -> int:
         run_part(a.part, jobs, a.quiet)
         return 0
     t = time.perf_counter()
-    cmd = [sys.executable, "-m", "rbd_ros.core.precompile", "--jobs", str(jobs),
+    cmd = [sys.executable, "-m", "rbd_ros.precompile", "--jobs", str(jobs),
            "--parent", str(os.getpid())] + (["--quiet"] if a.quiet else [])
     children = [subprocess.Popen(cmd + ["--part", str(p)]) for p in range(1, jobs)]
     run_part(0, jobs, a.quiet)

@@ -1,0 +1,81 @@
+"""The steps that compile every kernel of rbd_ros.core, from the kernel registry.
+
+``steps()`` -> [(name, function, group)]: each registry entry's public function on
+one state, a batch of two and its ``_into`` form, with f_ext in both frames where it
+takes one (``warm``), the hand-written public functions, then the steps other
+packages register under the entry-point group ``rbd_ros.precompile`` (the node's
+own kernels: ``rbd_ros.node.warmup.precompile_steps``).  The kernels do not depend
+on the robot (a model is an array of numbers), so one small built-in model covers
+every robot.  Run by ``rbd_precompile`` (``rbd_ros/precompile.py``).
+"""
+from __future__ import annotations
+
+import functools
+from importlib.metadata import entry_points
+
+import numpy as np
+
+from . import functions
+from .control_loop import compensation_into, dof_indices
+from .linalg import ltdl, ltdl_solve
+from .model import Model
+from .registry import ALGORITHMS
+
+# a 3-body tree with one of each joint kind the kernels dispatch on (revolute,
+# prismatic, continuous) and a mimic joint; the compiled code is the same for any model
+_URDF = """<robot name="precompile">
+  <link name="base"/>
+  <link name="a"><inertial><mass value="1"/>
+    <inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="b"><inertial><mass value="1"/>
+    <inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="c"><inertial><mass value="1"/>
+    <inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+  <joint name="j2" type="prismatic"><parent link="a"/><child link="b"/><origin xyz="0.1 0 0"/><axis xyz="1 0 0"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+  <joint name="j3" type="continuous"><parent link="b"/><child link="c"/><origin xyz="0 0.1 0"/><axis xyz="0 1 0"/>
+    <mimic joint="j1" multiplier="0.5"/></joint>
+</robot>"""
+
+
+def warm(e, model) -> None:
+    """Run registry entry ``e``'s kernels once on ``model`` (compiling them): its public
+    function on one state and on a batch of two, its ``_into`` form, with f_ext in both
+    frames where it takes one; an entry's own ``warm`` instead where it has one."""
+    if e.warm is not None:
+        e.warm(model)
+        return
+    one = {"q": model.neutral()}
+    args = [one.get(name, np.zeros(model.nv)) for name in e.inputs]
+    batch = [np.tile(x, (2, 1)) for x in args]
+    opts = {o.name: o.example(model) for o in e.options}
+    fn = getattr(functions, e.name)
+    fn(model, *args, **opts)
+    fn(model, *batch, **opts)
+    getattr(functions, e.name + "_into")(model, *args, *opts.values(), np.empty(e.out_shape(model)))
+    if e.fext:
+        fe = np.zeros((len(model.link_names), 6))
+        for frame in ("local", "world"):
+            fn(model, *args, f_ext=fe, f_ext_frame=frame)
+        fn(model, *batch, f_ext=np.zeros((2,) + fe.shape))
+
+
+def steps():
+    """(name, function, group): every registry entry's kernels (``warm``), the
+    hand-written public functions', then the steps other packages register under the
+    entry point group ``rbd_ros.precompile`` (the node's: ``steps(model)`` functions
+    returning more such triples)."""
+    model = Model.from_urdf(_URDF)
+    q, z = model.neutral(), np.zeros(model.nv)
+    dofs = dof_indices(model)
+    n = len(dofs)
+    H = 2.0 * np.eye(model.nv)  # any SPD matrix
+    steps = [("compensation_into", lambda: compensation_into(model, q, z, dofs, np.empty(n), np.empty(n),
+                                                                 np.empty(n * n)), 0)]
+    steps += [(e.name, functools.partial(warm, e, model), e.group) for e in ALGORITHMS]
+    steps += [("ltdl, ltdl_solve", lambda: ltdl_solve(model, ltdl(model, H), z), 0)]
+    for ep in entry_points(group="rbd_ros.precompile"):
+        steps += list(ep.load()(model))
+    return steps
