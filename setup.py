@@ -12,6 +12,7 @@ ROS_WHEELS = [
     "ros-jazzy-rclpy[fastrtps]==7.1.6",
     "ros-jazzy-sensor-msgs==5.3.6",
     "ros-jazzy-std-msgs==5.3.6",
+    "ros-jazzy-std-srvs==5.3.6",
     "ros-jazzy-trajectory-msgs==5.3.6",
     "ros-jazzy-geometry-msgs==5.3.6",
     "ros-jazzy-diagnostic-msgs==5.3.6",

@@ -129,7 +129,7 @@ def test_feedforward_is_rnea_of_the_desired_state_and_gravity_is_g():
     assert rt.law.command(0.0, s) == (0, None)
     assert rel(rt.cmd, rbd.gravity(rt.model, q)) <= TOL
     # the same buffers every time (the messages share them)
-    assert np.shares_memory(rt.cmd, np.frombuffer(rt.cmd_buf)) and rt.law.cmd is rt.cmd
+    assert np.shares_memory(rt.cmd, np.frombuffer(rt.buffer("cmd"))) and rt.law.cmd is rt.cmd
 
 
 def test_friction_adds_exactly_rbd_friction_at_the_right_velocity():

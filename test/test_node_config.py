@@ -41,6 +41,44 @@ def config_params():
     return body["ros__parameters"]
 
 
+def test_config_file_and_parameter_doc_are_generated_from_the_table():
+    """One source (rbd_ros/node/param_table.py): config/dynamics.yaml and doc/parameters.md's
+    table are what it generates, the descriptors and the Params snapshot follow it."""
+    from rbd_ros.node import param_table, params
+    with open(CONFIG) as f:
+        assert f.read() == param_table.yaml_text(), "regenerate: python -m rbd_ros.node.param_table --yaml"
+    with open(os.path.join(ROOT, "doc", "parameters.md")) as f:
+        doc = f.read()
+    table = doc.split("<!-- generated: param_table --markdown -->\n", 1)[1].split("<!-- end generated -->")[0]
+    assert table == param_table.markdown_table(), "regenerate: python -m rbd_ros.node.param_table --markdown"
+    names = [p.name for p in param_table.TABLE]
+    assert [n for n, _, _ in params.PARAMETERS] == names == list(params.Params.__dataclass_fields__)
+    for p in param_table.TABLE:
+        d = params.descriptor(p)
+        assert d.read_only == p.read_only and p.text in d.description
+        if p.structural:
+            assert p.name in params.STRUCTURAL
+    yaml_names = set(config_params())
+    assert yaml_names == {p.name for p in param_table.TABLE if not (isinstance(p.default, list) and not p.default)}
+
+
+def test_table_checks_every_type_and_bound():
+    from rbd_ros.node.param_table import check
+    assert check("max_state_age", 0.5) is None and check("gravity", [0.0, 0.0, -9.81]) is None
+    for name, value, text in (("max_state_age", -1.0, "max_state_age: expected a number in [0, 3600] s"),
+                              ("max_state_age", "0.1", "max_state_age: expected a number"),
+                              ("max_state_age", True, "max_state_age: expected a number"),
+                              ("gravity", [0.0, 1.0], "gravity: expected 3 numbers"),
+                              ("gravity", [0.0, float("nan"), 1.0], "gravity[1]: expected a number in"),
+                              ("command_mode", "torque", "command_mode: expected one of"),
+                              ("observer", 1, "observer: expected true or false"),
+                              ("kp", [1.0, -2.0], "kp[1]: expected a number in [0, 1e+09]"),
+                              ("effort_limits", [float("inf")], None),
+                              ("kp", [float("inf")], "kp[0]: expected a number in"),
+                              ("joints", ["a", 1], "joints: expected a list of strings")):
+        assert check(name, value) == text if text is None else text in (check(name, value) or ""), (name, value)
+
+
 def test_config_file_loads_into_the_node(client):
     """The shipped config/dynamics.yaml, as the launch file passes it, sets every value."""
     ns = unique_ns("cfg")
@@ -56,6 +94,7 @@ def test_config_file_loads_into_the_node(client):
             got[n] = {ParameterType.PARAMETER_BOOL: v.bool_value,
                       ParameterType.PARAMETER_DOUBLE: v.double_value,
                       ParameterType.PARAMETER_STRING: v.string_value,
+                      ParameterType.PARAMETER_INTEGER: v.integer_value,
                       ParameterType.PARAMETER_DOUBLE_ARRAY: list(v.double_array_value)}[v.type]
         for n in names:
             if n in ("urdf_file", "max_state_age"):

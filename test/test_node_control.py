@@ -1,6 +1,7 @@
 """The control path in this process (rclpy node, no subscriber, no spinning): messages
 share the Robot's buffers, a swap replaces runtime and messages together, bad
-messages are dropped and counted, the computed terms follow the subscribers."""
+messages are dropped and counted, the computed terms follow the subscribers and
+switches (ControlStep's plan from the terms table)."""
 import numpy as np
 import pytest
 import rclpy
@@ -8,7 +9,8 @@ from core_util import ARM_JOINTS
 from sensor_msgs.msg import JointState
 
 import rbd_ros.core as rbd
-from rbd_ros.node.control_path import OUTPUTS, STATE, ControlPath
+from rbd_ros.node import terms
+from rbd_ros.node.control_path import OUTPUTS, ControlPath
 from rbd_ros.node.model_build import build_robot
 from rbd_ros.node.params import Params
 from rbd_ros.node.stats import Stats
@@ -58,10 +60,11 @@ def test_messages_share_buffers_and_swap_with_the_runtime(rclpy_node):
     bound = cp.bound
     assert bound.rt is rt and bound.shared
     for out, msg in zip(OUTPUTS, bound.msgs):
-        buf = getattr(rt, out.term + "_buf")
-        assert (msg.effort if out.kind == STATE else msg.data) is buf
-        if out.kind == STATE:
-            assert list(msg.name) == order
+        buf = rt.buffer(out.term)
+        if out.kind == terms.STATE:
+            assert msg.effort is buf and list(msg.name) == order
+        elif out.kind in (terms.ARRAY, terms.MATRIX):
+            assert msg.data is buf
     h = bound.msgs[[o.term for o in OUTPUTS].index("h")]
     assert [(d.label, d.size, d.stride) for d in h.layout.dim] == [("rows", 7, 49),
                                                                    ("cols", 7, 7)]
@@ -74,8 +77,8 @@ def test_messages_share_buffers_and_swap_with_the_runtime(rclpy_node):
     assert cp.stats.msgs_out == 1
     g = rbd.gravity(model, q)[vi]
     assert np.max(np.abs(np.asarray(bound.msgs[1].effort) - g)) <= 1e-12
-    # no subscriber: b and H are not computed
-    assert not cp._need_b and not cp._need_h
+    # no subscriber: only g is computed (b and H, the command, the observer are not)
+    assert [w for _, w in cp.step._compute] == [frozenset({"g"})]
 
     # a bad message is dropped and counted; the buffers keep the last good values
     bad = q.copy()
@@ -97,16 +100,31 @@ def test_messages_share_buffers_and_swap_with_the_runtime(rclpy_node):
     assert np.array_equal(np.asarray(bound.msgs[0].data), g)  # old messages untouched
 
 
+def _planned(step):
+    return set().union(*[w for _, w in step._compute])
+
+
 def test_terms_follow_subscribers_and_switches(rclpy_node):
     cp = ControlPath(rclpy_node, Stats(), rclpy_node.get_logger(), Params())
-    names = [o.term for o in OUTPUTS]
-    assert cp._needs(range(len(OUTPUTS))) == (True, True)
-    assert cp._needs([names.index("g")]) == (False, False)
-    assert cp._needs([names.index("h")]) == (False, True)
+    step = cp.step
+    every = {t.key for t in terms.TERMS if t.on == terms.JOINT_STATES}
+    step.set_live(every, {"ff"})
+    assert _planned(step) == every - {"tau_ext", "wrench", "collision"}     # the observer is off
+    # g, b and H share one core call (one compute function), the rest are their own
+    fns = [f for f, _ in step._compute]
+    assert fns[0] is terms.BY_KEY["g"].compute and step._compute[0][1] == {"g", "b", "h"}
+    step.set_live({"h"}, ())
+    assert _planned(step) == {"g", "h"}
+    step.set_live((), ())
+    assert _planned(step) == {"g"}
     cp.configure(Params(publish_bias=False, publish_inertia=False))
-    # the switched outputs (b, H) are off, every unswitched one stays on
-    assert [o.term for o, on in zip(OUTPUTS, cp.enabled) if on] == [o.term for o in OUTPUTS if not o.switch]
-    assert "b" not in [o.term for o, on in zip(OUTPUTS, cp.enabled) if on]
+    step.set_live(every, ())
+    assert _planned(step) == {"g", "cmd"}
+    # the observer: tau_ext needs nothing with measured torques, the command with commanded ones
+    cp.configure(Params(observer=True))
+    step.set_live({"collision"}, ())
+    assert _planned(step) == {"g", "tau_ext", "collision"}
+    cp.configure(Params(observer=True, observer_torque_source="commanded"))
+    assert _planned(step) == {"g", "tau_ext", "collision", "cmd"}
     cp.configure(Params(max_publish_rate=100.0, max_state_age=0.5))
-    assert cp.min_period == pytest.approx(0.01) and cp.max_state_age == 0.5
-    assert all(cp.enabled)
+    assert step.min_period == pytest.approx(0.01) and step.max_state_age == 0.5

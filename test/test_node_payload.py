@@ -453,11 +453,11 @@ def test_armature_parameter_adds_to_the_inertia_matrix(client, arm):
 
         # run time: refused when negative / wrong length (reason names it), applied when good
         r = set_params(client, node, armature=[0.1, -0.2, 0, 0, 0, 0, 0])[0]
-        assert not r.successful and "armature[1] (joint6)" in r.reason and ">= 0" in r.reason
+        assert not r.successful and "armature[1]: expected a number in [0, 1e+12]" in r.reason, r.reason
         r = set_params(client, node, armature=[0.1, 0.2])[0]
         assert not r.successful and "armature: 2 values, expected 7" in r.reason
         r = set_params(client, node, armature=[float("nan")] + [0.0] * 6)[0]
-        assert not r.successful and "armature[0] (joint7)" in r.reason
+        assert not r.successful and "armature[0]: expected a number in [0, 1e+12]" in r.reason
         arm2 = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.5])   # joint1 only (joints order)
         r = set_params(client, node, armature=arm2)[0]
         assert r.successful, r.reason

@@ -73,4 +73,4 @@ def test_compute_fills_the_output_order(rt):
     assert np.array_equal(rt.b, rbd.bias(rt.model, q, v)[idx])
     assert np.array_equal(np.asarray(rt.h).reshape(2, 2), rbd.crba(rt.model, q)[np.ix_(idx, idx)])
     # the numpy views write into the array.array buffers the messages hold
-    assert list(rt.g_buf) == list(rt.g)
+    assert list(rt.buffer("g")) == list(rt.g)

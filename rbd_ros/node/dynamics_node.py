@@ -33,7 +33,6 @@ rclpy (publishers need no executor).
 """
 from __future__ import annotations
 
-import math
 import sys
 import threading
 import time
@@ -47,13 +46,14 @@ from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
+from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from rbd_ros.node import diagnostics, names, params
-from rbd_ros.node import model_build as mb
+from rbd_ros.node import diagnostics, names, param_table, params
 from rbd_ros.node import payload as pl
 from rbd_ros.node.control_path import ControlPath
 from rbd_ros.node.heap import freeze_heap
+from rbd_ros.node.model_manager import ModelManager, friction_eps
 from rbd_ros.node.services import create_dynamics_services
 from rbd_ros.node.stats import Stats
 from rbd_ros.node.worker_client import WorkerClient
@@ -66,11 +66,9 @@ DEFAULT_NAME = names.DEFAULT_NAME
 IDLE_WAKE_S = 1.0
 
 
-def _friction_eps(p: params.Params) -> float:
-    """friction_velocity_eps (a double parameter, declared with the command parameters),
-    when valid (finite, > 0)."""
-    eps = p.friction_velocity_eps
-    return eps if math.isfinite(eps) and eps > 0 else pl.DEFAULT_FRICTION_VELOCITY_EPS
+def _plain(value):
+    """A parameter value as the table checks it (arrays as lists)."""
+    return list(value) if not isinstance(value, (str, bytes, bool, int, float)) and value is not None else value
 
 
 class DynamicsNode:
@@ -87,9 +85,7 @@ class DynamicsNode:
         self.node = n = Node(node_name, **kw)
         self.log = n.get_logger()
         self.stats = Stats()
-        self._build_lock = threading.Lock()
-        self._pending = None  # (runtime, source) validated by the on-set callback
-        self._source = None   # (urdf text, where) of the loaded model
+        self._pending = None  # (robot, source) validated by the on-set callback
         self.worker = None
         self.relay = None     # the in-process trajectory relay (service_process: false)
         self.services_error = None
@@ -99,15 +95,12 @@ class DynamicsNode:
         self._stopping = threading.Event()  # request_stop(): spin() returns
         self._executors = []                # spin()'s executors, for request_stop to wake
 
-        params.declare(n)
-        p = params.read(n)
-        self._startup_payloads = self._read_startup_payloads(p)
+        p = params.startup_params(n, self.log, self.stats.error)
         self.control_executor_kind = p.control_executor
-        if self.control_executor_kind not in ("single", "events"):
-            self.log.error(f"parameter control_executor: expected 'events' or 'single', got "
-                           f"{self.control_executor_kind!r}; using 'events'")
-            self.control_executor_kind = "events"
         self.control_path = ControlPath(n, self.stats, self.log, p)
+        self.models = ModelManager(self.control_path.bind, lambda: self.control_path.runtime, self._on_model,
+                                   self.log, self.stats.error)
+        self.models.read_startup_payloads(p)
         self.max_state_age = p.max_state_age
         self.pub_diag = n.create_publisher(DiagnosticArray, names.TOPIC_DIAGNOSTICS, 10)
 
@@ -119,7 +112,7 @@ class DynamicsNode:
             self.log.error(f"{e}; waiting for the robot_description topic")
             self.stats.error(str(e))
         if source is not None:
-            self._try_swap(source[0], source[1], p)
+            self.models.try_swap(source[0], source[1], p)
         else:
             self.log.info("no model from parameters: waiting for the "
                           f"{n.resolve_topic_name(names.TOPIC_DESCRIPTION)} topic")
@@ -128,6 +121,7 @@ class DynamicsNode:
 
         self._create_services(p)
         self._create_payload_service()
+        self.srv_reset_observer = n.create_service(Trigger, names.SRV_RESET_OBSERVER, self._on_reset_observer)
 
         n.add_on_set_parameters_callback(self._on_set_parameters)
         n.add_post_set_parameters_callback(self._post_set_parameters)
@@ -158,22 +152,24 @@ class DynamicsNode:
     # ------------------------------------------------------------ parameters
     def _on_set_parameters(self, changes):
         new = params.read(self.node).updated(changes)
-        error = new.gravity_error()
-        if error:
-            return SetParametersResult(successful=False, reason=error)
+        for c in changes:
+            error = param_table.check(c.name, _plain(c.value)) if c.name in param_table.BY_NAME else None
+            if error:
+                return SetParametersResult(successful=False, reason=error)
         if any(c.name in params.STRUCTURAL for c in changes):
             try:
-                source = self._source
+                source = self.models.source
                 if any(c.name in ("robot_description", "urdf_file") for c in changes) \
                         or source is None:
                     source = new.description() or source
                 if source is not None:
-                    self._pending = (self._build(source[0], source[1], new), source)
+                    self._pending = (self.models.build(source[0], source[1], new), source)
             except (ValueError, OSError) as e:  # rbd.ModelError is a ValueError
                 return SetParametersResult(successful=False, reason=str(e))
-        if any(c.name in params.COMMAND or c.name in params.STRUCTURAL for c in changes):
+        if any(c.name in params.COMMAND or c.name in params.OBSERVER or c.name in params.STRUCTURAL
+               for c in changes):
             rt = self._pending[0] if self._pending is not None else self.runtime
-            error = self.control_path.command_settings_error(new, rt)
+            error = self.control_path.settings_error(new, rt)
             if error:
                 self._pending = None
                 return SetParametersResult(successful=False, reason=error)
@@ -185,10 +181,9 @@ class DynamicsNode:
         self.max_state_age = p.max_state_age
         pending, self._pending = self._pending, None
         if pending is not None:
-            self._source = pending[1]
-            self._swap(pending[0])
+            self.models.swap(*pending)
         elif any(c.name == "friction_velocity_eps" for c in changes):
-            self._set_friction_eps(_friction_eps(p))
+            self._set_friction_eps(friction_eps(p))
 
     def _set_friction_eps(self, eps: float):
         """The services' Coulomb smoothing (an option of the Robot, resent to the worker)."""
@@ -197,94 +192,39 @@ class DynamicsNode:
             return
         rt.options["friction_velocity_eps"] = eps
         if self.worker is not None:
-            self.worker.send_model(self._source[0], rt.source, rt.options)
+            self.worker.send_model(self.models.source[0], rt.source, rt.options)
 
     # ----------------------------------------------------------------- model
-    def _build(self, text: str, where: str, p: params.Params):
-        """A Robot for this URDF and parameters, with the active payloads (the
-        start-up ones before the first model)."""
-        rt = self.runtime
-        payloads = rt.options.get("payloads", {}) if rt is not None else self._startup_payloads
-        with self._build_lock:
-            return mb.build_robot(
-                text, floating_base=p.floating_base, mimic=p.mimic, gravity=p.gravity,
-                joints=p.joints, source=where, armature=p.armature, payloads=payloads,
-                friction_velocity_eps=_friction_eps(p))
-
-    def _swap(self, rt):
-        old = self.runtime
-        if old is not None:
-            rt.adopt_state(old)
-        self.control_path.bind(rt)  # atomic: the control path reads it once per message
-        for link, reason in rt.options.get("dropped_payloads", ()):
-            text = f"payload on link {link!r} dropped: {reason}"
-            self.log.warning(text)
-            self.stats.error(text)
+    def _on_model(self, rt, text: str):
+        """After each swap (ModelManager): the payload subscription, the worker, the log."""
         if self.sub_payload is None:
             # created once a model exists: a latched payload is then delivered to a
             # model that can check its link
             self.sub_payload = self.node.create_subscription(
                 InertiaStamped, names.TOPIC_PAYLOAD, self._on_payload, names.QOS_PAYLOAD)
         if self.worker is not None:
-            self.worker.send_model(self._source[0], rt.source, rt.options)
-        m = rt.model
-        extra = ""
-        if m.payloads:
-            extra += f"; payloads {mb.payloads_text(m)}"
-        if rt.options.get("armature"):
-            extra += f"; armature {mb.armature_text(rt)}"
-        self.log.info(f"model {m.name!r} loaded from {rt.source}: {rt.ndof} joint DOF"
-                      f"{' + floating base' if rt.floating else ''}, {m.mass:.3f} kg; outputs in "
-                      f"order {list(rt.out_names)}{extra}")
-
-    def _try_swap(self, text: str, where: str, p: params.Params = None) -> bool:
-        try:
-            rt = self._build(text, where, p or params.read(self.node))
-        except (ValueError, OSError) as e:
-            old = self.runtime
-            keep = f"keeping model {old.model.name!r}" if old is not None else "no model loaded"
-            msg = f"robot description from {where} rejected: {e} ({keep})"
-            self.log.error(msg)
-            self.stats.error(msg)
-            return False
-        self._source = (text, where)
-        self._swap(rt)
-        return True
+            self.worker.send_model(self.models.source[0], rt.source, rt.options)
+        self.log.info(text)
 
     def _on_description(self, msg: String):
         where = "topic " + self.node.resolve_topic_name(names.TOPIC_DESCRIPTION)
         try:
-            self._try_swap(msg.data, where)
+            self.models.try_swap(msg.data, where, params.read(self.node))
         except Exception as e:  # anything unexpected: keep the old model, keep running
             text = f"robot description from {where} rejected: {type(e).__name__}: {e}"
             self.log.error(text)
             self.stats.error(text)
 
     # --------------------------------------------------------------- payloads
-    def _read_startup_payloads(self, p: params.Params) -> dict:
-        try:
-            return {x.link: x for x in pl.from_params(p.payload_links, p.payload_masses,
-                                                     p.payload_coms, p.payload_inertias)
-                    if x.mass != 0.0}
-        except pl.PayloadError as e:
-            text = f"start-up payloads ignored: {e}"
-            self.log.error(text)
-            self.stats.error(text)
-            return {}
-
     def set_payloads(self, changes) -> str:
-        """Apply payload changes (list of payload.Payload; mass 0 removes) all or nothing:
-        the new model is built here (background thread) and swapped in before this
-        returns.  Returns a summary; raises PayloadError (the old model stays)."""
-        rt = self.runtime
-        if rt is None:
-            raise pl.PayloadError("no robot model loaded yet: payloads attach to its links "
-                                  "(publish robot_description first)")
-        with self._build_lock:
-            new = pl.apply_payloads(rt.model, rt.options.get("payloads", {}), changes)
-            new_rt = mb.with_payloads(rt, new)
-        self._swap(new_rt)
-        return f"payloads now: {mb.payloads_text(new_rt.model)} (model mass {new_rt.model.mass:.4g} kg)"
+        """Apply payload changes all or nothing (ModelManager.set_payloads)."""
+        return self.models.set_payloads(changes)
+
+    def _on_reset_observer(self, request, response):
+        response.success = self.control_path.step.reset_observer(self.runtime)
+        response.message = "observer restarts at the next joint state" if response.success else \
+            "the observer is off (parameter observer, or no model yet)"
+        return response
 
     def _on_payload(self, msg):
         try:
@@ -347,7 +287,7 @@ class DynamicsNode:
                                        self.log, on_error=self.stats.error, relay=relay)
             rt = self.runtime
             if rt is not None:
-                self.worker.send_model(self._source[0], rt.source, rt.options)
+                self.worker.send_model(self.models.source[0], rt.source, rt.options)
             self.worker.start(expect_model=rt is not None)
         else:
             self.services = create_dynamics_services(

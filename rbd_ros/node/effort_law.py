@@ -190,7 +190,7 @@ class Settings:
         return self.mode in NEEDS_DESIRED
 
 
-def _per_joint(values, name, out_names, *, allow_inf=False, positive=False):
+def per_joint(values, name, out_names, *, allow_inf=False, positive=False):
     """One value or one per output joint -> (nout,) array; ValueError naming the field."""
     n = len(out_names)
     vals = [float(x) for x in values]
@@ -226,16 +226,16 @@ def make_settings(p, rt) -> Settings:
         values = getattr(p, field)
         full = np.zeros(nv)
         if values:
-            full[rt.out_v] = _per_joint(values, field, names)
+            full[rt.out_v] = per_joint(values, field, names)
         elif mode == MODE_COMPUTED_TORQUE:
             raise ValueError(f"{field}: command_mode computed_torque needs gains: one value or "
                              f"one per joint in `joints` order {list(names)}")
         gains.append(full)
     if not p.hold_damping:
         raise ValueError("hold_damping: expected one value or one per joint (N·m·s/rad), got []")
-    hold = _per_joint(p.hold_damping, "hold_damping", names)
+    hold = per_joint(p.hold_damping, "hold_damping", names)
     if p.effort_limits:
-        limit = _per_joint(p.effort_limits, "effort_limits", names, allow_inf=True, positive=True)
+        limit = per_joint(p.effort_limits, "effort_limits", names, allow_inf=True, positive=True)
         source = "parameter effort_limits"
     else:
         limit = np.array(rt.model.effort_limit[rt.out_v], dtype=np.float64)
@@ -274,9 +274,9 @@ class CommandLaw:
         self.a_cmd = np.zeros(nv)
         self.tau = np.zeros(nv)         # RNEA result of the command (computed_torque)
         self.tau_ff = np.zeros(nv)      # RNEA result of the feed-forward
-        # outputs (array.array shared with the messages, numpy views)
-        self.cmd_buf, self.cmd = float_buffer(n)
-        self.ff_buf, self.ff = float_buffer(n)
+        # outputs: the Robot's cmd and ff buffers (numpy views of what the messages hold)
+        self.cmd = rt.arrays["cmd"]
+        self.ff = rt.arrays["ff"]
         self._cache: dict = {}
         self._required = frozenset(rt.dof_index[nm] for nm in rt.out_names)
 

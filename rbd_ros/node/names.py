@@ -20,6 +20,11 @@ TOPIC_EFFORT_COMMAND = "~/effort_command"       # for forward_command_controller
 TOPIC_EFFORT_COMMAND_STATE = "~/effort_command_state"
 TOPIC_FEEDFORWARD = "~/feedforward_torques"     # on each desired state
 TOPIC_FEEDFORWARD_STATE = "~/feedforward_torques_state"
+# contact (the momentum observer, parameter observer)
+TOPIC_EXTERNAL_TORQUES = "~/external_torques"   # sensor_msgs/JointState, effort = estimated tau_ext
+TOPIC_EXTERNAL_WRENCH = "~/external_wrench"     # geometry_msgs/WrenchStamped at contact_frame
+TOPIC_COLLISION = "~/collision"                 # rbd_ros_interfaces/msg/Collision
+SRV_RESET_OBSERVER = "~/reset_observer"         # std_srvs/Trigger
 TOPIC_DIAGNOSTICS = "/diagnostics"
 # services (answered in process or by the service worker, see worker_client.py)
 SRV_ID = "~/inverse_dynamics"
@@ -29,6 +34,7 @@ SRV_FD_TRAJ = "~/forward_dynamics_trajectory"
 # payloads at run time (dynamics_node.py, payload.py)
 TOPIC_PAYLOAD = "~/payload"                     # geometry_msgs/InertiaStamped, latched
 SRV_SET_PAYLOAD = "~/set_payload"               # rbd_ros_interfaces/srv/SetPayload
+SRV_ESTIMATE_PAYLOAD = "~/estimate_payload"     # rbd_ros_interfaces/srv/EstimatePayload
 # trajectory relay (relay.py; runs where the services run)
 TOPIC_TRAJECTORY_IN = "~/trajectory_in"
 TOPIC_TRAJECTORY_OUT = "~/trajectory_out"

@@ -1,6 +1,7 @@
 """ROS-free part of the node: a loaded model with its name maps, the merged
-joint state, the output buffers, and the command law with its desired state
-(``Robot.law``, command.py).
+joint state (and measured efforts), the output buffers (one per term of
+``terms.TERMS``), and the command law with its desired state (``Robot.law``,
+effort_law.py).
 
 One ``Robot`` is built per robot description (off the control path) and
 swapped in atomically; the control path only ever reads ``node.runtime`` once
@@ -15,7 +16,8 @@ import numpy as np
 from numba import njit
 
 import rbd_ros.core as rbd
-from rbd_ros.node.effort_law import CommandLaw, float_buffer
+from rbd_ros.node import terms
+from rbd_ros.node.effort_law import CommandLaw
 
 # reasons a joint-state message is dropped (diagnostics keys)
 DROP_SIZE = "size_mismatch"
@@ -133,14 +135,22 @@ class Robot:
         self.warned_no_velocity: set = set()
         self.warned_unknown: set = set()
 
-        # output buffers: array.array shared with the messages, numpy views to write into
-        self.g_buf, self.g = float_buffer(self.nout)
-        self.b_buf, self.b = float_buffer(self.nout)
-        self.h_buf, self.h = float_buffer(self.nout * self.nout)
-        # ~/effort_command and ~/feedforward_torques: the command law's buffers (command.py)
+        # measured joint efforts (JointState.effort, model v order) and their receive times
+        self.tau_meas = np.zeros(nv)
+        self.effort_stamp = np.full(self.ndof, -math.inf)
+        # output buffers, one per term of terms.TERMS: array.array shared with the messages,
+        # numpy views to write into (joints order)
+        self.bufs = terms.buffers(self)
+        self.arrays = {k: view for k, (_, view) in self.bufs.items()}
+        self.g, self.b, self.h = self.arrays["g"], self.arrays["b"], self.arrays["h"]
+        # ~/effort_command and ~/feedforward_torques: the command law (effort_law.py) writes
+        # into the cmd and ff buffers
         self.law = CommandLaw(self)
-        self.cmd_buf, self.cmd = self.law.cmd_buf, self.law.cmd
-        self.ff_buf, self.ff = self.law.ff_buf, self.law.ff
+        self.cmd, self.ff = self.law.cmd, self.law.ff
+        # the momentum observer (control_step.py; None while the parameter observer is off)
+        self.observer = self.observer_settings = self.detector = self.collision_state = None
+        self.cmd_prev = np.zeros(nv)      # the last effort command, model order (what the joints got)
+        self.cmd_prev_valid = False
 
     # ---------------------------------------------------------------- names
     def unknown_joint_text(self, name: str, field: str) -> str:
@@ -194,11 +204,13 @@ class Robot:
             self._name_cache[key] = entry
         return entry
 
-    def update(self, names, position, velocity, now: float):
+    def update(self, names, position, velocity, now: float, effort=()):
         """Merge one JointState into the state.
 
         Returns (status, detail): status "ok", "no_velocity" (merged, velocities
         taken as zero), or a DROP_* reason with a detail text (state untouched).
+        ``effort`` (one per name, or empty) is merged into ``tau_meas`` where finite
+        (``effort_stamp``), after the positions; it never drops a message.
         """
         n = len(names)
         if len(position) != n:
@@ -220,7 +232,16 @@ class Robot:
             field, x = ("position", p) if code >= 0 else ("velocity", vv)
             bad = [names[int(k)] for k in src if not math.isfinite(x[k])]
             return DROP_NONFINITE, f"non-finite {field} for {bad}"
+        if len(effort) == n:
+            e = _f64(effort)[src]
+            ok = np.isfinite(e)
+            self.tau_meas[dst_v[ok]] = e[ok]
+            self.effort_stamp[dst[ok]] = now
         return ("ok" if nvel else "no_velocity"), unknown
+
+    def efforts_fresh(self, now: float, max_age: float) -> bool:
+        """Every DOF has a measured effort, none older than max_age (<= 0: any age)."""
+        return self._fresh(float(self.effort_stamp.min()), now, max_age)
 
     def ready_after_update(self, now: float, max_age: float) -> bool:
         """ready() from the oldest stamp the last successful update() saw (control path)."""
@@ -261,3 +282,7 @@ class Robot:
         Raises ValueError (nothing to publish) if the state or a result is not finite."""
         rbd.compensation_into(self.model, self.q, self.v, self.out_v, self.g,
                               self.b if bias else None, self.h if inertia else None)
+
+    def buffer(self, key: str):
+        """The array.array of term ``key`` (what its messages carry)."""
+        return self.bufs[key][0]

@@ -1,11 +1,9 @@
 """The robots bundled with rbd_ros (``rbd_arm7.urdf``) and where a robot description
 comes from: the node's and the sim driver's ``urdf_file`` / ``robot_description``
-parameters.  No dynamics here (data and file lookup only)."""
+parameters.  No dynamics here (data and file lookup only; imports nothing of rbd_ros)."""
 from __future__ import annotations
 
 import os
-
-from rbd_ros.core.errors import ModelError
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -37,13 +35,13 @@ def bundled_robots() -> list:
 
 def resolve_urdf_file(value: str) -> str:
     """``urdf_file`` parameter -> a file path: an existing path, or the name of a bundled
-    robot.  ModelError (a ValueError) naming the bundled robots otherwise."""
+    robot.  ValueError naming the bundled robots otherwise."""
     if os.path.isfile(value):
         return value
     bundled = bundled_robot_path(value)
     if os.sep not in value and os.path.isfile(bundled):
         return bundled
-    raise ModelError(f"urdf_file: no such file {value!r} (and no bundled robot of that name; bundled: "
+    raise ValueError(f"urdf_file: no such file {value!r} (and no bundled robot of that name; bundled: "
                      f"{', '.join(bundled_robots())})")
 
 

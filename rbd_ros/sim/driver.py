@@ -34,6 +34,7 @@ Joints not in ``joints`` get zero effort.
 """
 from __future__ import annotations
 
+import array
 import math
 import sys
 import threading
@@ -41,20 +42,28 @@ import time
 
 import numpy as np
 
-from rbd_ros.node.main import wants_help
+from rbd_ros.robots import read_description
 
 NODE_NAME = "sim_driver"
 
 
+def wants_help(argv) -> bool:
+    """True if ``-h`` or ``--help`` is among the arguments (``argv[1:]``)."""
+    return any(arg in ("-h", "--help") for arg in argv[1:])
+
+
+def float_buffer(n: int):
+    """A float64 array.array (what rclpy messages hold without copying) and a numpy view on it."""
+    buf = array.array("d", bytes(8 * n))
+    return buf, np.frombuffer(buf, dtype=np.float64)
+
+
 def load_description(urdf_file: str, robot_description: str) -> tuple[str, str]:
     """(URDF text, source) from the parameters: ``robot_description`` XML wins over ``urdf_file``
-    (``runtime.read_description``, as in the node); ModelError if both are empty."""
-    import rbd_ros.core as rbd
-    from rbd_ros.robots import read_description
-
+    (``rbd_ros.robots.read_description``, as in the node); ValueError if both are empty."""
     got = read_description(urdf_file, robot_description)
     if got is None:
-        raise rbd.ModelError("no robot: set the urdf_file (path or bundled name, e.g. rbd_arm7) "
+        raise ValueError("no robot: set the urdf_file (path or bundled name, e.g. rbd_arm7) "
                              "or robot_description parameter")
     return got
 
@@ -63,6 +72,8 @@ class SimDriver:
     """The node and its physics loop (call :meth:`run` from the main thread)."""
 
     def __init__(self, context=None, node_name=NODE_NAME, cli_args=None):
+        # imported here, not at the top: ``--help`` and the MuJoCo check (main) start
+        # nothing heavy, and mujoco is the sim's optional dependency
         import mujoco
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
@@ -73,8 +84,6 @@ class SimDriver:
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Float64MultiArray, String
 
-        from rbd_ros.node.effort_law import float_buffer
-        from rbd_ros.node.names import QOS_DESCRIPTION
         from rbd_ros.sim.mujoco_model import JointMap, load_urdf
         from rbd_ros.sim.wrench import START, WrenchSchedule
 
@@ -166,7 +175,10 @@ class SimDriver:
         self.pub_diag = n.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._desc_pub = None
         if publish_desc:
-            self._desc_pub = n.create_publisher(String, "robot_description", QOS_DESCRIPTION)
+            # as robot_state_publisher does: reliable, transient local, depth 1
+            qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+            self._desc_pub = n.create_publisher(String, "robot_description", qos)
             self._desc_pub.publish(String(data=text))
         self.sub = n.create_subscription(Float64MultiArray, "effort_command", self._on_command, 10)
         self.wrench = WrenchSchedule(self.mjm, self.model, self.rate)
