@@ -64,7 +64,7 @@ setup(
     install_requires=["numpy>=1.24", "numba>=0.59,<0.69", "urdf-parser-py>=0.0.4"],
     extras_require={
         "test": ["pytest>=7", "pin==4.1.0", "example-robot-data==6.0.0", "mujoco==4.0.0", "hypothesis>=6.100",
-                 "matplotlib==3.11.2", "ruff==0.17.6"] + IDENT,
+                 "matplotlib==3.11.2", "ruff==0.17.6", "import-linter==2.17"] + IDENT,
         # inertial identification (rbd_ros.core.identification, the rbd_identify tool)
         "ident": IDENT + ["matplotlib>=3.7"],
         "sim": ["mujoco==4.0.0"],

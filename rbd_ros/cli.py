@@ -11,11 +11,12 @@ from pathlib import Path
 
 import numpy as np
 
+import rbd_ros.core as rbd
+
 DEFAULT_ROBOT = Path(__file__).resolve().parent / "robots" / "rbd_arm7.urdf"
 
 
 def main(argv=None):
-    import rbd_ros.core as rbd
     p = argparse.ArgumentParser(prog="rbd_dynamics", description=__doc__.split("\n\n")[0])
     p.add_argument("urdf", nargs="?", default=str(DEFAULT_ROBOT), help="URDF file (default: bundled rbd_arm7)")
     p.add_argument("--floating-base", action="store_true", help="add a free-flyer root joint")

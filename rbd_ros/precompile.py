@@ -29,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 
 
 def _cpu() -> float:
@@ -105,7 +106,6 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.parent is not None:
         die_with_parent(a.parent)
-    import warnings
     warnings.filterwarnings("ignore", message="Cannot cache compiled function")
     jobs = max(1, min(2, a.jobs))  # two groups of kernels (_steps)
     if a.step:

@@ -21,6 +21,8 @@ import os
 import threading
 
 import numpy as np
+from urdf_parser_py import urdf as up
+from urdf_parser_py.xml_reflection import core as xml_core
 
 from .errors import BOUNDS, ModelError
 from .joints import planar_basis
@@ -63,9 +65,7 @@ def _read(urdf):
     raise ModelError(f"robot description: not XML and not a readable file: {shown!r}")
 
 
-def _parse(text):
-    from urdf_parser_py import urdf as up
-    from urdf_parser_py.xml_reflection import core as xml_core
+def parse_xml(text):
     messages = []
     with _parser_lock:
         saved = xml_core.on_error
@@ -89,7 +89,7 @@ def _origin(o, what):
     return rpy_to_matrix(rpy), xyz
 
 
-def _link_inertia(link):
+def link_inertia(link):
     """(m, com, Ic, R) of a link's inertial in the link frame, or None."""
     inertial = link.inertial
     if inertial is None:
@@ -227,7 +227,7 @@ class _Body:
 def parse(urdf, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81)) -> dict:
     """URDF text or path -> the keyword arguments of ``Model`` (its tree, names and
     joint terms).  Raises ModelError naming the element."""
-    robot = _parse(_read(urdf))
+    robot = parse_xml(_read(urdf))
     root, links, joints, children = _tree(robot)
     mimics = _resolve_mimic(joints, mimic)
     if floating_base and "root_joint" in joints:
@@ -305,7 +305,7 @@ def parse(urdf, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81)) -> d
     # inertias, expressed about each body's origin in the body frame
     total_mass = 0.0
     for lname, link in links.items():
-        inert = _link_inertia(link)
+        inert = link_inertia(link)
         if inert is None:
             continue
         m, com, Ic, R_LI = inert

@@ -28,6 +28,7 @@ import numpy as np
 
 from . import inertial as ine
 from .model import ModelError
+from .urdf import link_inertia, parse_xml
 
 
 def _spans(data):
@@ -89,11 +90,10 @@ def _indent(data, pos):
 
 def _link_inertials(urdf_text, model):
     """Per link: its <inertial> as a 10-vector in its body's frame (None without one)."""
-    from .urdf import _link_inertia, _parse  # the parser the model was built with
     out = {}
-    for link in _parse(urdf_text).links:
+    for link in parse_xml(urdf_text).links:
         info = model.links[model.link_index(link.name)]
-        li = _link_inertia(link)
+        li = link_inertia(link)
         if li is None or info.body < 0:
             out[link.name] = None
             continue

@@ -39,6 +39,18 @@ import threading
 import time
 
 import numpy as np
+import rclpy
+import yaml
+from diagnostic_msgs.msg import DiagnosticArray
+from rcl_interfaces.msg import Parameter
+from rcl_interfaces.srv import SetParameters
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from rbd_ros.node.names import QOS_DESIRED
+from rbd_ros.node.params import parameter_value
 
 ROBOT = "rbd_arm7"
 JOINTS = [f"joint{i}" for i in range(1, 8)]
@@ -94,14 +106,7 @@ class ClosedLoop:
 
     def __init__(self, ns: str, node_params: dict, *, q0=Q0, sim_params: dict | None = None,
                  desired_rate: float = 500.0, record_commands: bool = False, robot=ROBOT):
-        import rclpy
-        from diagnostic_msgs.msg import DiagnosticArray
-        from rclpy.executors import SingleThreadedExecutor
-        from rclpy.qos import QoSProfile, ReliabilityPolicy
-        from sensor_msgs.msg import JointState
-        from trajectory_msgs.msg import JointTrajectory
 
-        from rbd_ros.node.names import QOS_DESIRED
         self.ns = ns.strip("/")
         self.fqn = f"/{self.ns}/{NODE_NAME}"
         self.q0 = tuple(float(x) for x in q0)
@@ -164,7 +169,6 @@ class ClosedLoop:
             return ""
 
     def start_node(self):
-        import yaml
         params = {"urdf_file": self.robot, "diagnostics_period": 0.2, **self.node_params}
         pf = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
         yaml.safe_dump({f"/**/{NODE_NAME}": {"ros__parameters": params}}, pf)
@@ -245,7 +249,6 @@ class ClosedLoop:
             th.join(5)
         self.executor.shutdown()
         self.node.destroy_node()
-        import rclpy
         rclpy.try_shutdown(context=self.context)
         self._final_logs = {k: self.log(k) for k in self._logs}
         for path in self._tmp:
@@ -294,7 +297,6 @@ class ClosedLoop:
 
     def _stream(self):
         """Desired states at desired_rate from desired_fn(wall time)."""
-        from trajectory_msgs.msg import JointTrajectoryPoint
         period = 1.0 / self.desired_rate
         msg = self._traj_type(joint_names=list(JOINTS))
         clock = self.node.get_clock()
@@ -321,10 +323,7 @@ class ClosedLoop:
 
     def set_params(self, timeout=10.0, **values) -> list:
         """Set node parameters (one request); returns the list of (successful, reason)."""
-        from rcl_interfaces.msg import Parameter
-        from rcl_interfaces.srv import SetParameters
 
-        from rbd_ros.node.params import parameter_value
         params = [Parameter(name=k, value=parameter_value(v)) for k, v in values.items()]
         cli = self.node.create_client(SetParameters, f"{self.fqn}/set_parameters")
         try:

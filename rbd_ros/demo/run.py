@@ -137,9 +137,9 @@ def run_demo(png: str | None, desired_rate=500.0, out=print):
 
 
 def plot(loop: ClosedLoop, png: str, hold, track, sag0):
-    import matplotlib
+    import matplotlib  # the demo extra (optional): only the picture needs it
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # (after choosing the Agg backend)
     t, Q, _, E = loop.window(hold[0] - 0.3, sag0 + 1.0)
     T0 = hold[0]
     Qd = np.where(((t >= track[0]) & (t <= track[1]))[:, None],
@@ -183,7 +183,7 @@ def main(argv=None):
     ap.add_argument("--rate", type=float, default=500.0, help="desired-state rate in Hz")
     args = ap.parse_args(argv)
     try:
-        import mujoco  # noqa: F401
+        import mujoco  # noqa: F401  (the demo extra: checked before anything starts)
     except ImportError:
         print("[demo] needs MuJoCo: pip install -e '.[demo]'", file=sys.stderr)
         return 2

@@ -37,6 +37,7 @@ import sys
 import threading
 import time
 
+import numba
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import InertiaStamped
@@ -54,6 +55,7 @@ from rbd_ros.node import payload as pl
 from rbd_ros.node.control_path import ControlPath
 from rbd_ros.node.heap import freeze_heap
 from rbd_ros.node.model_manager import ModelManager, friction_eps
+from rbd_ros.node.relay import TrajectoryRelay
 from rbd_ros.node.services import create_dynamics_services
 from rbd_ros.node.stats import Stats
 from rbd_ros.node.worker_client import WorkerClient
@@ -253,7 +255,7 @@ class DynamicsNode:
 
     def _create_payload_service(self):
         try:
-            from rbd_ros_interfaces.srv import SetPayload
+            from rbd_ros_interfaces.srv import SetPayload  # may be missing: the service is then off
         except ImportError as e:
             self.srv_set_payload = None
             if self.services_error is None:  # else already said: no rbd_ros_interfaces at all
@@ -292,7 +294,6 @@ class DynamicsNode:
         else:
             self.services = create_dynamics_services(
                 self.node, self.node.get_fully_qualified_name(), lambda: self.runtime, self.log)
-            from rbd_ros.node.relay import TrajectoryRelay
             self.relay = TrajectoryRelay(self.node, *relay, lambda: self.runtime, self.log)
             self.services_ready = True
 
@@ -371,7 +372,7 @@ class DynamicsNode:
     def _control_executor(self):
         if self.control_executor_kind == "events":
             try:
-                from rclpy.experimental import EventsExecutor
+                from rclpy.experimental import EventsExecutor  # Jazzy on; older rclpy: single
                 return EventsExecutor(context=self.context)
             except ImportError as e:  # rclpy before Jazzy
                 self.log.warning(f"control_executor: events is not available in this rclpy ({e}); "
@@ -399,7 +400,6 @@ class DynamicsNode:
         that in this (background) thread only -- numba's thread count is per calling
         thread."""
         try:
-            import numba
             n = min(params.read(self.node).numba_threads, numba.config.NUMBA_NUM_THREADS)
             numba.set_num_threads(n)
         except Exception as e:  # not fatal: batches then use every core

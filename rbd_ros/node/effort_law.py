@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from rbd_ros.core.algorithms.rnea import rnea_k
+import rbd_ros.core as rbd
 
 MODE_GRAVITY = "gravity"
 MODE_FEEDFORWARD = "feedforward"
@@ -396,7 +396,9 @@ class CommandLaw:
         _ff_state_k(rt.q, rt.v, self.qd, self.vd, self.named, rt.dof_q, rt.dof_v,
                     self.q_ff, self.v_ff)
         model = rt.model
-        if rnea_k(model.md_k, model.workspace(), self.q_ff, self.v_ff, self.ad, self.tau_ff):
+        try:
+            rbd.rnea_into(model, self.q_ff, self.v_ff, self.ad, self.tau_ff)
+        except ValueError:      # not finite
             return False
         r = _finish_k(self.tau_ff, self.out_v, self.v_ff, self.out_v, False, s.hold,
                       s.friction, self.damping, self.friction, s.eps, False, s.limit, self.ff)
@@ -427,14 +429,16 @@ class CommandLaw:
             model = rt.model
             _accel_k(rt.q, rt.v, self.qd, self.vd, self.ad, self.named, rt.dof_q, rt.dof_v,
                      s.kp, s.kd, self.a_cmd)
-            if rnea_k(model.md_k, model.workspace(), rt.q, rt.v, self.a_cmd, self.tau):
+            try:
+                rbd.rnea_into(model, rt.q, rt.v, self.a_cmd, self.tau)
+            except ValueError:  # not finite
                 return FAILED, None
             r = _finish_k(self.tau, self.out_v, rt.v, self.out_v, False, s.hold, s.friction,
                           self.damping, self.friction, s.eps, s.clamp, s.limit, self.cmd)
         return r, None
 
     def warm_kernels(self) -> None:
-        """Compile the law's own kernels, not the core's RNEA (``rnea_k``, called from
+        """Compile the law's own kernels, not the core's RNEA (``rbd.rnea_into``, called from
         Python here): what the first start's helper process compiles into numba's disk
         cache while the node compiles RNEA (``warmup.warm_control_path``).  Same argument
         types as the real calls; leaves no desired state."""

@@ -172,6 +172,8 @@ def main(args=None):
     node = None
     try:
         try:
+            # imported only now, with the signal handlers in place: a Ctrl-C during these
+            # (seconds of) imports exits quietly too
             import rclpy
             from rclpy.signals import SignalHandlerOptions
 

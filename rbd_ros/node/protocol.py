@@ -22,6 +22,8 @@ import json
 import sys
 from dataclasses import dataclass
 
+from rbd_ros.node.payload import DEFAULT_FRICTION_VELOCITY_EPS, Payload
+
 WORKER_MODULE = "rbd_ros.node.service_worker"
 EVENT_READY = "ready"
 EVENT_MODEL = "model"
@@ -62,7 +64,6 @@ def model_command(urdf: str, where: str, floating_base: bool, mimic: bool, gravi
 def parse_model_command(line: str) -> dict:
     """The keyword arguments of payload.build_robot (but joints) from a command line.
     Raises ValueError/KeyError on a malformed line."""
-    from rbd_ros.node.payload import DEFAULT_FRICTION_VELOCITY_EPS, Payload
     cmd = json.loads(line)
     payloads = [Payload.from_dict(d) for d in cmd.get("payloads", ())]
     return {"urdf_text": cmd["urdf"], "source": cmd["where"],

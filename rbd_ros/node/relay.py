@@ -25,6 +25,7 @@ missing joints, NaN, wrong lengths, no model yet).
 from __future__ import annotations
 
 from rbd_ros.node.names import QOS_OUTPUT
+from rbd_ros.node.services import inverse_dynamics_trajectory
 
 
 def check_derivatives(traj) -> str | None:
@@ -51,6 +52,8 @@ class TrajectoryRelay:
     (optional) is called after each trajectory with the running totals."""
 
     def __init__(self, node, in_topic: str, out_topic: str, get_runtime, log, on_count=None):
+        # here, not at the top: the node imports this module whether or not rbd_ros_interfaces
+        # (the services) exists
         from trajectory_msgs.msg import JointTrajectory
 
         from rbd_ros_interfaces.srv import InverseDynamicsTrajectory
@@ -67,7 +70,6 @@ class TrajectoryRelay:
         self.in_topic, self.out_topic = in_topic, out_topic
 
     def on_trajectory(self, msg):
-        from rbd_ros.node.services import inverse_dynamics_trajectory
         reason = check_derivatives(msg)
         rt = self.get_runtime()
         if reason is None and rt is not None and rt.floating:

@@ -33,16 +33,18 @@ def _report(line: str):
 
 def main(argv=None):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from rbd_ros.node import protocol
-    args = protocol.parse_argv(sys.argv[1:] if argv is None else argv)
+    # imported only now, SIGINT ignored: a Ctrl-C during the imports is the node's to handle
     import numba
     import rclpy
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
     from rclpy.signals import SignalHandlerOptions
 
     from rbd_ros.node import model_build as mb
+    from rbd_ros.node import protocol
     from rbd_ros.node.heap import freeze_heap
     from rbd_ros.node.services import create_dynamics_services
+
+    args = protocol.parse_argv(sys.argv[1:] if argv is None else argv)
 
     if args.threads > 0:
         numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))

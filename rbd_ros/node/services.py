@@ -20,6 +20,7 @@ import numpy as np
 from geometry_msgs.msg import Accel, Wrench
 
 import rbd_ros.core as rbd
+from rbd_ros.node.names import SRV_FD, SRV_FD_TRAJ, SRV_ID, SRV_ID_TRAJ
 from rbd_ros.node.payload import DEFAULT_FRICTION_VELOCITY_EPS
 
 NO_MODEL = ("no robot model loaded yet: publish the URDF on robot_description or set the "
@@ -189,7 +190,7 @@ def _limit_violations(rt, names, idx, efforts, resp) -> int:
     over = np.argwhere(np.abs(efforts) > limit)
     if over.size == 0:
         return 0
-    from rbd_ros_interfaces.msg import EffortLimitViolation
+    from rbd_ros_interfaces.msg import EffortLimitViolation  # (present where services run)
     resp.limit_violations = [
         EffortLimitViolation(joint=names[k], point=int(i), effort=float(efforts[i, k]),
                              limit=float(limit[k]))
@@ -386,8 +387,7 @@ def create_dynamics_services(node, base_name: str, get_runtime, log):
     """The four services under ``base_name`` (the dynamics node's fully qualified name),
     answered with the runtime returned by get_runtime().  Used by the node (in-process
     services) and by the service worker.  ImportError if rbd_ros_interfaces is missing."""
-    from rbd_ros.node.names import SRV_FD, SRV_FD_TRAJ, SRV_ID, SRV_ID_TRAJ
-    from rbd_ros_interfaces import srv as isrv
+    from rbd_ros_interfaces import srv as isrv  # may be missing: ImportError (see the docstring)
     table = [
         (isrv.InverseDynamics, SRV_ID, inverse_dynamics),
         (isrv.InverseDynamicsTrajectory, SRV_ID_TRAJ, inverse_dynamics_trajectory),

@@ -44,7 +44,7 @@ SERVICES_S = 15
 def _log(log, text: str) -> None:
     if log is None:
         try:
-            from rclpy.logging import get_logger
+            from rclpy.logging import get_logger  # the node's logger; plain logging without rclpy
             log = get_logger("rbd_ros")
         except Exception:  # pragma: no cover - rclpy missing: plain Python logging
             import logging

@@ -221,7 +221,7 @@ class SimDriver:
         self._cmd = (data, now)
 
     def _check_parameters(self, params):
-        from rcl_interfaces.msg import SetParametersResult
+        from rcl_interfaces.msg import SetParametersResult  # (rclpy imports: see __init__)
         for p in params:
             if p.name == "wrench_duration":
                 x = p.value
@@ -262,7 +262,7 @@ class SimDriver:
                 raise
 
     def context_ok(self):
-        import rclpy
+        import rclpy  # (rclpy imports: see __init__)
         return rclpy.ok(context=self.context)
 
     def stop(self):
@@ -365,7 +365,7 @@ class SimDriver:
             "initial pose at rest", throttle_duration_sec=1.0)
 
     def _publish_diagnostics(self, late, work):
-        from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+        from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue  # (see __init__)
 
         lat = np.asarray(late) * 1e3 if late else np.zeros(1)
         wk = np.asarray(work) * 1e6 if work else np.zeros(1)
@@ -438,7 +438,7 @@ def main(args=None):
     if error is not None:
         print(MUJOCO_MISSING.format(error=error), file=sys.stderr)
         return 1
-    import rclpy
+    import rclpy  # only now: --help and a missing MuJoCo start nothing heavy
 
     rclpy.init(args=sys.argv if args is None else args)
     driver = None

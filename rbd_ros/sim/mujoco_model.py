@@ -86,7 +86,7 @@ def load_urdf(urdf: str, *, mimic_independent: bool = False, damping: bool = Fal
     relative, where MuJoCo's default semi-implicit Euler gains 430 % and
     blows up after 14 s), ``"euler"`` or ``"implicitfast"``; None keeps
     MuJoCo's default (Euler).  ``check``: run :func:`check_inertias`."""
-    import mujoco
+    import mujoco  # the sim extra (optional): imported where a MuJoCo model is made
 
     text = read_urdf(urdf)
     kw = {} if gravity is None else {"gravity": gravity}
@@ -128,7 +128,7 @@ def load_urdf(urdf: str, *, mimic_independent: bool = False, damping: bool = Fal
 
 def check_joints(mjm, model) -> None:
     """Every rbd_ros DOF joint is a 1-DOF MuJoCo joint with the same name, and nothing else moves."""
-    import mujoco
+    import mujoco  # the sim extra (optional): imported where a MuJoCo model is made
 
     names = {mjm.joint(i).name for i in range(mjm.njnt)}
     missing = [n for n in model.joint_names if n not in names]

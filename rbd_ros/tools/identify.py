@@ -126,7 +126,7 @@ def plot_report(path, names, t, measured, before, after, title):
     """PNG: one panel per joint, measured (black), before (red dashed), after (blue)."""
     import matplotlib  # heavy optional dependency (the identification extra)
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # (after choosing the Agg backend)
     n = len(names)
     fig, axes = plt.subplots(n, 1, figsize=(7.5, 1.15 * n + 0.6), sharex=True, squeeze=False)
     for k, ax in enumerate(axes[:, 0]):
