@@ -19,7 +19,7 @@ ROS-free; depends on numpy, numba and urdf-parser-py only.
     est = rbd.external_wrench(model, q, tau_ext, "tool")  # the wrench at a frame that explains them
 
 The algorithms are declared in ``registry.py``; their public functions are made
-from it (``api.py``).  Conventions: see the README (joint order, free-flyer
+from it (``api.py``).  Conventions: see doc/core.md (joint order, free-flyer
 layout, wrench frames, SI units).
 """
 from .api import FEXT_FRAMES

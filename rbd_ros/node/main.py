@@ -47,14 +47,15 @@ in robot_description, for the joint states it receives.
   out  ~/gravity_torques, ~/bias_torques, ~/inertia_matrix (std_msgs/Float64MultiArray)
        ~/effort_command (Float64MultiArray: for a forward_command_controller, effort)
        ~/*_state twins (sensor_msgs/JointState, stamped with the input), /diagnostics
-  srv  ~/inverse_dynamics, ~/forward_dynamics (+ _trajectory), ~/set_payload
-       (rbd_ros_interfaces)
+       ~/external_torques, ~/external_wrench, ~/collision (parameter observer: true)
+  srv  ~/inverse_dynamics, ~/forward_dynamics (+ _trajectory), ~/set_payload,
+       ~/estimate_payload (rbd_ros_interfaces); ~/reset_observer (std_srvs/Trigger)
 
 Parameters: ros2 param list / describe / dump /rbd_dynamics; the defaults with comments
 are in config/dynamics.yaml (share/rbd_ros/config).  Example:
   ros2 run rbd_ros dynamics_node --ros-args -p urdf_file:=rbd_arm7 \\
       -r ~/effort_command:=/effort_controller/commands
-Documentation: the README and doc/ of the rbd_ros sources (doc/ros2_control.md).
+Documentation: doc/node.md and doc/parameters.md of the rbd_ros sources.
 """
 
 

@@ -410,7 +410,7 @@ publish_rate, command_timeout, wait_for_command, publish_description, gravity,
 integrator, damping, mimic_independent, diagnostics_period.  Example:
   ros2 run rbd_ros sim_driver --ros-args -p urdf_file:=rbd_arm7 \\
       -r effort_command:=/rbd_dynamics/effort_command
-Needs MuJoCo (pip install mujoco).  Documentation: the README of the rbd_ros sources.
+Needs MuJoCo (pip install mujoco).  Documentation: doc/sim.md of the rbd_ros sources.
 """
 
 MUJOCO_MISSING = ("[sim_driver] cannot start: MuJoCo's Python package is not available ({error}). "
