@@ -279,7 +279,7 @@ def option_args(e, model, values) -> tuple:
 # Batches: serial row-range kernels (cached by numba, GIL released) run by Python
 # threads, one contiguous range of rows per thread; the calling thread runs the first.
 # A thread gets at least MIN_ROWS_PER_THREAD rows: below that, starting it costs more
-# than it saves (~20 us against 1-30 us per row).
+# than it saves.
 MIN_ROWS_PER_THREAD = 16
 _pool = None
 _pool_lock = threading.Lock()

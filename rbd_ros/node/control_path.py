@@ -166,7 +166,7 @@ class ControlPath:
         return ControlStep.settings_error(params, rt)
 
     def _refresh_counts(self, now: float) -> None:
-        """Re-read which outputs have subscribers (~0.7 us per output)."""
+        """Re-read which outputs have subscribers."""
         self._counts_at = now
         live = frozenset(i for i, pub in enumerate(self.publishers) if pub.get_subscription_count())
         self._live = live

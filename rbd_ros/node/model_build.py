@@ -94,9 +94,9 @@ def payloads_text(model) -> str:
 
 def _finish(model, joints, source, options, warm: bool = True, services: bool = False) -> Robot:
     """The Robot; ``warm``: run every kernel this process needs once
-    (warmup.warm_up). A payload change skips it: the kernels are compiled already,
-    warm_up's per-model work costs ~20 ms for a humanoid, and whether forward dynamics
-    works for the new model is found (and logged) by the service worker's own warm-up."""
+    (warmup.warm_up). A payload change skips it: the kernels are compiled already, and
+    whether forward dynamics works for the new model is found (and logged) by the
+    service worker's own warm-up."""
     rt = Robot(model, joints, source)
     rt.options = options
     if warm:

@@ -1,10 +1,10 @@
 """The dynamics services in a process of their own.
 
 Why a process: rclpy deserialises a service request in one C call that holds
-the GIL; for a 10 000-point trajectory (~2 MB) that is ~100 ms here, during
-which a thread of the same process (the control path) cannot run.  A child
-process has its own interpreter and its own DDS participant, so long queries
-never stall the torque stream.
+the GIL, during which a thread of the same process (the control path) cannot
+run (bench/RESULTS.md has the numbers).  A child process has its own
+interpreter and its own DDS participant, so long queries never stall the
+torque stream.
 
 The node (worker_client.WorkerClient) starts it and talks to it with the line
 protocol of protocol.py: model commands on stdin, events on stdout.  The worker

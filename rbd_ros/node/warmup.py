@@ -35,8 +35,8 @@ from rbd_ros.core import registry
 from rbd_ros.node import effort_law
 from rbd_ros.node.robot import Robot, merge_k
 
-# first-start compile time measured on the 2-core development machine (bench/first_start.py,
-# seconds after the node started); quoted in the log line so that a user knows what to expect
+# seconds from node start to the control path / the services on a cold first start, quoted
+# in the first-start log line so that a user knows what to expect (bench/first_start.py)
 CONTROL_PATH_S = 10
 SERVICES_S = 15
 
