@@ -168,12 +168,17 @@ BAD = [
      ["payloads[0].inertia.ixx..izz", "triangle"]),
     ([("link5", *ON_LINK5), ("flang", *GRIPPED)], ["payloads[1].header.frame_id", "'flange'"]),
     ([("no_such_link", 0.0, (0, 0, 0), (0,) * 6)], ["payloads[0].header.frame_id", "no_such_link"]),
+    # issue 17, defect 3: finite but beyond the physical bounds (core.errors.BOUNDS); each
+    # of these used to be accepted and then stopped every output of the node
+    ([("flange", 1e308, (0, 0, 0), (0.001, 0, 0, 0.001, 0, 0.001))], ["payloads[0].inertia.m", "1e+09"]),
+    ([("flange", 1.0, (1e155, 0, 0), (0.001, 0, 0, 0.001, 0, 0.001))], ["payloads[0].inertia.com", "1e+06"]),
+    ([("flange", 1.0, (0, 0, 0), (1e300, 0, 0, 1e300, 0, 1e300))], ["payloads[0].inertia.ixx..izz", "1e+12"]),
 ]
 
 
 @pytest.mark.parametrize("entries,words", BAD, ids=[
     "negative-mass", "inf-mass", "nan-com", "inf-inertia", "not-psd", "triangle",
-    "unknown-link", "remove-unknown-link"])
+    "unknown-link", "remove-unknown-link", "huge-mass", "huge-com", "huge-inertia"])
 def test_bad_payload_requests_are_refused(client, node, io, arm, entries, words):
     urdf, _ = arm
     pub, rec, _ = io
@@ -458,6 +463,8 @@ def test_armature_parameter_adds_to_the_inertia_matrix(client, arm):
         assert not r.successful and "armature: 2 values, expected 7" in r.reason
         r = set_params(client, node, armature=[float("nan")] + [0.0] * 6)[0]
         assert not r.successful and "armature[0]: expected a number in [0, 1e+12]" in r.reason
+        r = set_params(client, node, armature=[0.0] * 6 + [1.7e308])[0]
+        assert not r.successful and "armature[6]: expected a number in [0, 1e+12]" in r.reason
         arm2 = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.5])   # joint1 only (joints order)
         r = set_params(client, node, armature=arm2)[0]
         assert r.successful, r.reason
