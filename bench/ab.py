@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""This tree's core against another git revision's, single calls, in one process.
+"""This tree's core against another git revision's, single calls and batches, in one process.
 
-    python bench/ab.py [--rev HEAD~1] [--robots panda,talos_full_v2] [--rounds 41]
+    python bench/ab.py [--rev HEAD~1] [--robots panda,talos_full_v2] [--rounds 41] [--batch 1000]
 
 The other revision's ``rbd_ros/core`` is exported (``git archive``) into a temporary
 directory as the package ``rbd_ros_ab`` (its own numba cache there: the first run
 compiles it, ~1 min), both are imported, and each public function is timed in
 interleaved rounds (old, new, old, new ...) on the same states; the ratio printed is
 the median over rounds of new/old, so one noisy second cannot swing it.  Results of
-the two trees are also compared (they must agree to 1e-12 relative).  A benchmark,
+the two trees are also compared (they must agree to 1e-12 relative).  Batches
+(``--batch N`` different states, ``--batch 0`` to skip) are timed the same way after
+the single calls, with the same number of threads on both sides.  A benchmark,
 not a test: nothing here asserts on speed.
 """
 from __future__ import annotations
@@ -89,6 +91,8 @@ def main():
     ap.add_argument("--robots", default="panda,talos_full_v2")
     ap.add_argument("--rounds", type=int, default=41)
     ap.add_argument("--calls", type=int, default=2000, help="calls per function per round")
+    ap.add_argument("--batch", type=int, default=1000, help="states per batch (0: no batches)")
+    ap.add_argument("--batch-calls", type=int, default=10, help="batch calls per function per round")
     ap.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "rbd_ros_ab"))
     a = ap.parse_args()
     os.makedirs(a.cache, exist_ok=True)
@@ -97,31 +101,49 @@ def main():
           f"{a.calls} calls; ratio = new / old (< 1: new is faster)")
     print(f"{'robot':16s} {'function':18s} {'old us':>8s} {'new us':>8s} {'ratio':>7s}")
     rng = np.random.default_rng(0)
+    models = {}
     for robot in a.robots.split(","):
         urdf = orc.robot_urdf(robot)
         floating = orc.ROBOTS[robot][1]
         mo = old.Model.from_urdf(urdf, floating_base=floating, mimic=False)
         mn = new.Model.from_urdf(urdf, floating_base=floating, mimic=False)
-        q = mn.neutral() + 0.1 * rng.standard_normal(mn.nq) * (np.arange(mn.nq) >= (7 if floating else 0))
-        q[:3] += 0.1 if floating else 0.0
+        models[robot] = (mo, mn, floating)
+        q = state(mn, floating, rng)
         v = rng.standard_normal(mn.nv)
         acc = rng.standard_normal(mn.nv)
-        co, cn = calls(old, mo, q, v, acc), calls(new, mn, q, v, acc)
-        for f in FUNCS:
-            ro, rn = co[f](), cn[f]()
-            err = np.max(np.abs(ro - rn)) / max(1.0, np.max(np.abs(ro)))
-            assert err <= 1e-12, (robot, f, err)
-            for _ in range(3):
-                per_call_ns(co[f], a.calls // 4)
-                per_call_ns(cn[f], a.calls // 4)
-            to, tn = [], []
-            for _ in range(a.rounds):
-                to.append(per_call_ns(co[f], a.calls))
-                tn.append(per_call_ns(cn[f], a.calls))
-            ratio = statistics.median(n / o for n, o in zip(tn, to))
-            print(f"{robot:16s} {f:18s} {statistics.median(to) / 1e3:8.2f} {statistics.median(tn) / 1e3:8.2f} "
-                  f"{ratio:7.3f}", flush=True)
+        compare(robot, calls(old, mo, q, v, acc), calls(new, mn, q, v, acc), a.rounds, a.calls, "")
+    if a.batch <= 0:
+        return
+    print(f"batches of {a.batch} different states, {a.batch_calls} calls per round")
+    for robot, (mo, mn, floating) in models.items():
+        Q = np.stack([state(mn, floating, rng) for _ in range(a.batch)])
+        V = rng.standard_normal((a.batch, mn.nv))
+        A = rng.standard_normal((a.batch, mn.nv))
+        compare(robot, calls(old, mo, Q, V, A), calls(new, mn, Q, V, A), a.rounds, a.batch_calls, " batch")
 
+
+def state(model, floating, rng):
+    q = model.neutral() + 0.1 * rng.standard_normal(model.nq) * (np.arange(model.nq) >= (7 if floating else 0))
+    q[:3] += 0.1 if floating else 0.0
+    return q
+
+
+def compare(robot, co, cn, rounds, n, label):
+    """Time every function of ``co`` (old) and ``cn`` (new) in interleaved rounds; print."""
+    for f in FUNCS:
+        ro, rn = co[f](), cn[f]()
+        err = np.max(np.abs(ro - rn)) / max(1.0, np.max(np.abs(ro)))
+        assert err <= 1e-12, (robot, f, err)
+        for _ in range(3):
+            per_call_ns(co[f], max(1, n // 4))
+            per_call_ns(cn[f], max(1, n // 4))
+        to, tn = [], []
+        for _ in range(rounds):
+            to.append(per_call_ns(co[f], n))
+            tn.append(per_call_ns(cn[f], n))
+        ratio = statistics.median(x / y for x, y in zip(tn, to))
+        print(f"{robot:16s} {f + label:18s} {statistics.median(to) / 1e3:8.2f} {statistics.median(tn) / 1e3:8.2f} "
+              f"{ratio:7.3f}", flush=True)
 
 if __name__ == "__main__":
     main()
