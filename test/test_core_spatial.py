@@ -442,6 +442,14 @@ def test_workspace_views_after_rnea(model):
         assert rel_err(w.a[i], r["a"][i]) < 1e-10
         assert rel_err(w.f[i], r["f"][i]) < 1e-10
         assert set(w.body(i)) >= {"E", "r", "v", "a", "f", "E0", "r0", "IA"}
+    # the generic views follow layout.SLOTS and the registry's regions: the same memory
+    assert np.shares_memory(w.slots["RN_V"], w.v) and np.array_equal(w.slots["RN_V"], w.v)
+    assert np.array_equal(w.of("rnea")["RN_F"], w.f)
+    assert set(w.of("gravity")) == set(layout.SLOTS["rnea"][1])
+    assert set(w.of("crba")) >= set(layout.SLOTS["ic"][1]) | set(layout.SLOTS["crba"][1])
+    assert set(w.slots) == {k for _, slots in layout.SLOTS.values() for k in slots}
+    with pytest.raises(ValueError, match="algorithm: unknown 'rena'"):
+        w.of("rena")
 
 
 def test_workspace_views_after_crba_and_forward_dynamics(model):

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import registry
 from .layout import (
     AB_C,
     AB_IA,
@@ -74,6 +75,7 @@ from .layout import (
     RN_F,
     RN_V,
     RN_X,
+    SLOTS,
     W_ABA,
     W_COR,
     W_CRBA,
@@ -109,6 +111,16 @@ class WorkspaceViews:
     Ic_world: np.ndarray     # (nb, 6, 6)  coriolis_matrix: composite inertia, world frame
     Bc_world: np.ndarray     # (nb, 6, 6)  coriolis_matrix: composite B, world frame
     H: np.ndarray        # (nv, nv)
+    slots: dict = None   # every per-body slot of layout.SLOTS by name, e.g. "RN_V": (nb, 6)
+    regions: dict = None  # region name (layout.SLOTS key) -> {slot name: view}
+
+    def of(self, algorithm: str) -> dict:
+        """{slot name: (nb, width) view} of every per-body slot in the workspace regions
+        the registered algorithm ``algorithm`` writes (``registry.BY_NAME[...].regions``)."""
+        entry = registry.BY_NAME.get(algorithm)
+        if entry is None:
+            raise ValueError(f"algorithm: unknown {algorithm!r}; registered: {sorted(registry.BY_NAME)}")
+        return {k: v for r in entry.regions if r in self.regions for k, v in self.regions[r].items()}
 
     def X(self, i):
         """6x6 motion transform parent -> body i, rot(E) xlt(r)."""
@@ -145,6 +157,11 @@ def workspace_views(model, ws=None):
     R, W, IC, A, C, F = (region(R_RNEA, W_RNEA), region(R_WORLD, W_WORLD), region(R_IC, W_IC),
                          region(R_ABA, W_ABA), region(R_COR, W_COR), region(R_CRBA, W_CRBA))
     o_mat = offs[R_MAT]
+    starts = {"rnea": R_RNEA, "world": R_WORLD, "ic": R_IC, "aba": R_ABA, "cor": R_COR, "crba": R_CRBA}
+    regions = {}
+    for name, (width, slots) in SLOTS.items():
+        reg = region(starts[name], width)
+        regions[name] = {k: reg[:, o:o + n] for k, (o, n) in slots.items()}
     return WorkspaceViews(
         E=slot(R, RN_X, 9, (3, 3)), r=slot(R, RN_X + 9, 3), v=slot(R, RN_V, 6), a=slot(R, RN_A, 6),
         f=slot(R, RN_F, 6), E0=slot(W, WO_X, 9, (3, 3)), r0=slot(W, WO_X + 9, 3),
@@ -154,4 +171,5 @@ def workspace_views(model, ws=None):
         F_world=slot(F, CR_F, 36, (6, 6)),
         Sdot_world=slot(C, CO_SDOT, 36, (6, 6)), Ic_world=slot(C, CO_IC, 36, (6, 6)),
         Bc_world=slot(C, CO_BC, 36, (6, 6)),
-        H=ws[o_mat:o_mat + nv * nv].reshape(nv, nv))
+        H=ws[o_mat:o_mat + nv * nv].reshape(nv, nv),
+        slots={k: v for r in regions.values() for k, v in r.items()}, regions=regions)
