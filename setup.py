@@ -61,7 +61,7 @@ setup(
         (os.path.join("share", package_name, "urdf"), glob("rbd_ros/robots/*.urdf")),
     ],
     python_requires=">=3.10",
-    install_requires=["numpy>=1.24", "numba>=0.62,<0.69", "urdf-parser-py>=0.0.4"],
+    install_requires=["numpy>=1.26", "numba>=0.62,<0.69", "urdf-parser-py>=0.0.4"],
     extras_require={
         "test": ["pytest>=7", "pin==4.1.0", "example-robot-data==6.0.0", "mujoco==4.0.0", "hypothesis>=6.100",
                  "matplotlib==3.11.2", "ruff==0.17.6", "import-linter==2.17"] + IDENT,

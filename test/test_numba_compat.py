@@ -116,3 +116,14 @@ def test_installed_numba_is_in_the_supported_range():
     dep = [e for e in ET.parse(os.path.join(ROOT, "package.xml")).getroot() if e.text == "python3-numba"]
     assert [(e.get("version_gte"), e.get("version_lt")) for e in dep] == [spec.groups()], \
         "package.xml's python3-numba states setup.py's numba range"
+    assert nbc.SUPPORTED == spec.groups(), "_numba_compat.SUPPORTED states setup.py's numba range"
+
+
+def test_a_numba_below_the_range_is_refused_at_import_with_the_fix():
+    with pytest.raises(ImportError, match=r"needs numba>=0\.62,<0\.69, found numba 0\.61\.2: pip install"):
+        nbc.check_version("0.61.2")
+    with pytest.raises(ImportError, match="found numba 0.56.4"):
+        nbc.check_version("0.56.4")
+    nbc.check_version("0.62.0")          # sentinel: the bounds themselves pass
+    nbc.check_version("0.68.1")
+    nbc.check_version("0.69.0rc1")

@@ -34,6 +34,30 @@ import numpy as np
 from numba import njit, typeof
 
 NUMBA_VERSION = numba.__version__
+SUPPORTED = ("0.62", "0.69")    # numba >= SUPPORTED[0], < SUPPORTED[1] (setup.py, package.xml, doc/numba.md)
+
+
+def _release(text: str) -> tuple:
+    out = []
+    for part in text.split(".")[:3]:
+        digits = "".join(c for c in part if c.isdigit())
+        if not digits:
+            break
+        out.append(int(digits))
+    return tuple(out)
+
+
+def check_version(version: str = NUMBA_VERSION) -> None:
+    """Raise ImportError, naming the installed version and the supported range, for a
+    numba below the lower bound (its dispatcher lets a byte-swapped array's typing error
+    escape, so the core cannot guard its fast paths); a numba above the range imports
+    (test/test_numba_compat.py says whether its internals still hold)."""
+    if _release(version) < _release(SUPPORTED[0]):
+        raise ImportError(f"rbd_ros.core needs numba>={SUPPORTED[0]},<{SUPPORTED[1]}, found numba {version}: "
+                          f"pip install 'numba>={SUPPORTED[0]},<{SUPPORTED[1]}' (doc/numba.md)")
+
+
+check_version()
 
 
 class NotPlain(TypeError):
