@@ -165,7 +165,10 @@ def test_every_core_function_raises_type_error_for_a_non_model():
     q, z = np.zeros(m.nq), np.zeros(m.nv)
     args = {"friction": (z,), "compensation_into": (q, z, np.arange(m.nv), np.empty(m.nv)),
             "dof_indices": (), "ltdl": (np.eye(m.nv),), "ltdl_solve": (np.eye(m.nv), z),
-            "external_wrench": (q, z, "panda_hand"), "MomentumObserver": (10.0,)}
+            "external_wrench": (q, z, "panda_hand"), "MomentumObserver": (10.0,),
+            "identify": (q[None], z[None], z[None], z[None]),
+            "identify_payload": ("panda_hand", q[None], z[None], z[None], z[None]),
+            "excitation_trajectory": (10.0,)}
     names = [n for n in rbd.__all__ if callable(getattr(rbd, n)) and n not in ("Model", "ModelError",
                                                                                   "ltdl_unpack", "CollisionDetector")]
     assert {"friction", "rnea", "rnea_into", "crba", "aba_into", "compensation_into"} <= set(names)

@@ -17,6 +17,9 @@ ROS-free; depends on numpy, numba and urdf-parser-py only.
     model.tree                                         # the kinematic tree, named (KinematicTree)
     obs = rbd.MomentumObserver(model, gain=50.0)       # external joint torques from q, v, tau
     est = rbd.external_wrench(model, q, tau_ext, "tool")  # the wrench at a frame that explains them
+    model2, report = rbd.identify(model, q, v, a, tau)  # inertial parameters from recorded motion (scipy)
+    load = rbd.identify_payload(model, "tool", q, v, a, tau)  # an unknown payload on a link (scipy)
+    traj = rbd.excitation_trajectory(model, 20.0)      # what to record for identify (scipy)
 
 The algorithms are declared in ``registry.py``; their public functions are made
 from it (``api.py``).  Conventions: see doc/core.md (joint order, free-flyer
@@ -25,12 +28,16 @@ layout, wrench frames, SI units).
 from .api import FEXT_FRAMES
 from .contact import CollisionDetector, external_wrench
 from .control_loop import compensation_into, dof_indices, friction
+from .excitation import excitation_trajectory
 from .functions import PUBLIC as _PUBLIC
+from .identification import identify
 from .linalg import ltdl, ltdl_solve, ltdl_unpack
 from .model import Model, ModelError
 from .observer import MomentumObserver
+from .payload_identification import identify_payload
 
 globals().update(_PUBLIC)
 
 __all__ = ["Model", "ModelError", "ltdl", "ltdl_solve", "ltdl_unpack", "compensation_into", "dof_indices",
-           "FEXT_FRAMES", "friction", "MomentumObserver", "external_wrench", "CollisionDetector", *_PUBLIC]
+           "FEXT_FRAMES", "friction", "MomentumObserver", "external_wrench", "CollisionDetector",
+           "identify", "identify_payload", "excitation_trajectory", *_PUBLIC]

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .api import not_model
 from .regression import base_parameters, condition_number, n_parameters, regressor_rows, single_threaded_blas
 
 DEFAULT_ACCELERATION_LIMIT = 5.0     # rad/s² (m/s²)
@@ -126,6 +127,7 @@ def excitation_trajectory(model, duration, *, harmonics=5, period=None, accelera
     optimisation).  Cost: one regressor evaluation at ``n_eval`` states per
     objective call, about (2 nv L + 1) calls per iteration.  Fixed-base models
     with one-axis joints only (ValueError otherwise)."""
+    not_model(model)
     from scipy.optimize import minimize  # heavy optional dependency (the identification extra)
     bad = [n for n, t in zip(model.joint_names, model.joint_types) if t in ("floating", "planar")]
     if bad:

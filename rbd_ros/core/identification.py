@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import inertial as ine
+from .api import not_model
 from .regression import (
     base_parameters,
     condition_number,
@@ -243,6 +244,7 @@ def identify(model, q, v, a, tau, *, friction=True, armature=True, prior_weight=
     ``damping``, ``friction``, ``armature``), no payloads (``model``'s payloads
     are part of its body parameters and are re-identified with them).  Every
     body is physically consistent.  Raises ValueError naming a bad argument."""
+    not_model(model)
     from scipy.optimize import least_squares  # heavy optional dependency (the identification extra)
     Q, V, A, T = _samples(model, q, v, a, tau)
     N, nv, nb = T.shape[0], model.nv, model.nbodies

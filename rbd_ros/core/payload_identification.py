@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import inertial as ine
+from .api import not_model
 from .control_loop import friction as friction_torque
 from .functions import rnea
 from .identification import (
@@ -98,6 +99,7 @@ def identify_payload(model, link, q, v, a, tau, *, velocity_eps=DEFAULT_VELOCITY
     ``max_condition``: ExcitationError if the weighted 10-column regressor's
     condition number (columns normalised) exceeds it.  ValueError for an
     unknown link, a link fixed to the world or bad arrays."""
+    not_model(model)
     from scipy.optimize import least_squares  # heavy optional dependency (the identification extra)
     Q, V, A, T = _samples(model, q, v, a, tau)
     if not isinstance(link, str) or link not in model.link_names:
