@@ -9,7 +9,7 @@ their delays match: none), qdd by central differences of the filtered qd, the
 filter's edges trimmed, then decimated to ``output_rate`` (default 10x the
 cut-off: the filtered signals carry nothing above the cut-off, and
 neighbouring samples at 1 kHz repeat each other).  Gaps in the stamps (> 5
-sample periods) split the samples into segments filtered apart.
+sample periods, or ``max_gap``) split the samples into segments filtered apart.
 
 scipy is the identification extra's (``pip install -e '.[ident]'``); it is
 imported when ``prepare`` runs.
@@ -37,7 +37,7 @@ class Samples:
     tau: np.ndarray
 
 
-def prepare(t, q, v, tau, *, cutoff_hz=DEFAULT_CUTOFF_HZ, order=4, output_rate=None, trim=None):
+def prepare(t, q, v, tau, *, cutoff_hz=DEFAULT_CUTOFF_HZ, order=4, output_rate=None, trim=None, max_gap=None):
     """Samples from raw (t (N,), q (N, k), v (N, k) or None, tau (N, k)).
 
     Uniform resampling at the median sample period (linear interpolation),
@@ -47,7 +47,10 @@ def prepare(t, q, v, tau, *, cutoff_hz=DEFAULT_CUTOFF_HZ, order=4, output_rate=N
     seconds (default 4 / cutoff: the filter's edge transients, seen in qdd)
     dropped at each end of each segment, then every k-th sample kept for
     ``output_rate`` (default 10 x cutoff; None or >= the sample rate: no
-    decimation).  Repeated stamps keep their first sample.  RecordingError:
+    decimation).  A step in the stamps longer than ``max_gap`` seconds (default
+    ``GAP_PERIODS`` sample periods) splits the samples into segments filtered apart
+    (each loses ``trim`` at both ends); shorter gaps are bridged by the linear
+    interpolation.  Repeated stamps keep their first sample.  RecordingError:
     fewer than 2 samples, unsorted stamps, ``cutoff_hz`` not below half the
     sample rate, or no stretch without gaps long enough to filter."""
     from scipy.signal import butter, filtfilt  # heavy optional dependency (the identification extra)
@@ -68,8 +71,9 @@ def prepare(t, q, v, tau, *, cutoff_hz=DEFAULT_CUTOFF_HZ, order=4, output_rate=N
     b, a = butter(order, cutoff_hz / (0.5 * fs))
     trim = 4.0 / cutoff_hz if trim is None else float(trim)
     rate = 10.0 * cutoff_hz if output_rate is None else float(output_rate)
-    step = max(1, int(np.floor(fs / rate))) if rate < fs else 1
-    cuts = np.flatnonzero(np.diff(t) > GAP_PERIODS * dt) + 1
+    step = max(1, int(np.floor(fs / rate * (1 + 1e-9)))) if rate < fs else 1     # 499.99999 Hz / 100 Hz: 5
+    gap = GAP_PERIODS * dt if max_gap is None else max(float(max_gap), GAP_PERIODS * dt)
+    cuts = np.flatnonzero(np.diff(t) > gap) + 1
     out = []
     for lo, hi in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [t.size]])):
         ts = t[lo:hi]
