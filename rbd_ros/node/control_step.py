@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 import rbd_ros.core as rbd
-from rbd_ros.node import effort_law, terms
+from rbd_ros.node import effort_law, recent, terms
 
 CLAMP_WARN_PERIOD_S = 2.0
 THROTTLE_S = 2.0
@@ -117,11 +117,14 @@ class ControlStep:
             # parameters that do not fit the current model were accepted for a new one
             # (a `joints` change with new gains): keep the current settings until bind()
             self._apply_settings(rt, keep_on_error=True)
+            rt.recent = recent.for_robot(rt, params, rt.recent)
         self._plan()
 
     def bind(self, rt) -> None:
-        """Use Robot ``rt`` from the next message on (command settings, a fresh observer)."""
+        """Use Robot ``rt`` from the next message on (command settings, a fresh observer; the
+        recent joint states of the old Robot when they fit, recent.for_robot)."""
         self._apply_settings(rt)
+        rt.recent = recent.for_robot(rt, self.params, self.rt.recent if self.rt is not None else None)
         self.rt = rt
         self._plan()
 
@@ -221,6 +224,9 @@ class ControlStep:
         or None if nothing was computed (dropped, not ready, rate-limited, not finite).
         ``stamp`` its header stamp in s, ``now`` the monotonic receive time."""
         status, detail = rt.update(names, position, velocity, now, effort)
+        rec = rt.recent
+        if rec is not None and status == "ok":     # ~/estimate_payload's window (recent.py)
+            rec.add(rt, stamp, now)
         if status != "ok":
             if status == "no_velocity":
                 key = tuple(names)

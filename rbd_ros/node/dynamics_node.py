@@ -7,6 +7,8 @@ Module map (rbd_ros/node):
   control.py        the control path: joint_states -> Robot -> published outputs
   services.py       service request -> core -> response, and the service factory
   payload.py        ROS-light: payloads and armature of the model (parse, check, build)
+  recent.py         ROS-free: the recent complete joint states (ring buffer, control thread writes)
+  payload_estimation.py  ~/estimate_payload: recent joint states -> filtered -> payload (-> applied)
   worker_client.py  the service worker process seen from the node (restarts)
   protocol.py       the node <-> worker line protocol (both sides)
   service_worker.py the worker process itself
@@ -23,7 +25,7 @@ Threads and executors
   with ``control_executor: single``).  Its callbacks (control.py) merge the state,
   call rbd_ros.core and publish preallocated messages.
 * background: the main node ``<name>`` (parameters, ``robot_description``,
-  ``~/set_payload``, ``~/payload``, services, ``/diagnostics``), spun by a
+  ``~/set_payload``, ``~/estimate_payload``, ``~/payload``, services, ``/diagnostics``), spun by a
   SingleThreadedExecutor in a second thread.  Model builds (URDF, armature,
   payload changes), parameter changes and in-process service requests run
   here, one at a time; the numba kernels release the GIL, and the GIL switch interval is
@@ -50,7 +52,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from rbd_ros.node import diagnostics, names, param_table, params
+from rbd_ros.node import diagnostics, names, param_table, params, payload_estimation
 from rbd_ros.node import payload as pl
 from rbd_ros.node.control_path import ControlPath
 from rbd_ros.node.heap import freeze_heap
@@ -257,7 +259,7 @@ class DynamicsNode:
         try:
             from rbd_ros_interfaces.srv import SetPayload  # may be missing: the service is then off
         except ImportError as e:
-            self.srv_set_payload = None
+            self.srv_set_payload = self.srv_estimate_payload = None
             if self.services_error is None:  # else already said: no rbd_ros_interfaces at all
                 text = (f"rbd_ros_interfaces has no SetPayload ({e}): the "
                         f"{names.SRV_SET_PAYLOAD} service is OFF (rebuild rbd_ros_interfaces); "
@@ -267,6 +269,31 @@ class DynamicsNode:
             return
         self.srv_set_payload = self.node.create_service(SetPayload, names.SRV_SET_PAYLOAD,
                                                         self._on_set_payload)
+        try:
+            from rbd_ros_interfaces.srv import EstimatePayload  # may be missing (an older build): then off
+        except ImportError as e:
+            self.srv_estimate_payload = None
+            text = f"rbd_ros_interfaces has no EstimatePayload ({e}): the {names.SRV_ESTIMATE_PAYLOAD} service is OFF"
+            self.log.error(text)
+            self.stats.error(text)
+            return
+        self.srv_estimate_payload = self.node.create_service(EstimatePayload, names.SRV_ESTIMATE_PAYLOAD,
+                                                             self._on_estimate_payload)
+
+    def _on_estimate_payload(self, request, response):
+        """~/estimate_payload (payload_estimation.py), in the background thread."""
+        try:
+            response = payload_estimation.answer(self.runtime, request, response,
+                                                 params.read(self.node).payload_cutoff, time.monotonic(),
+                                                 self.set_payloads, self.log)
+        except Exception as e:  # never let a request kill the node
+            response.success, response.applied = False, False
+            response.message = f"internal error: {type(e).__name__}: {e}"
+        if response.success:
+            self.log.info(f"estimate_payload: {response.message}")
+        else:
+            self.log.warning(f"estimate_payload refused: {response.message}", throttle_duration_sec=1.0)
+        return response
 
     # --------------------------------------------------------------- services
     def _create_services(self, p: params.Params):
@@ -275,7 +302,7 @@ class DynamicsNode:
         except ImportError as e:
             self.services_error = (
                 f"rbd_ros_interfaces is not available ({e}): the inverse/forward dynamics "
-                "and set_payload services are OFF; the torque topics (and ~/payload) work. "
+                "set_payload and estimate_payload services are OFF; the torque topics (and ~/payload) work. "
                 "Build the package (colcon build "
                 "--base-paths src src/rbd_ros/rbd_ros_interfaces, or "
                 "scripts/build_interfaces.sh VENV) and restart the node.")

@@ -41,9 +41,10 @@ class Param:
         return tuple(self.default) if isinstance(self.default, list) else self.default
 
 
-G_MODEL, G_OUT, G_CMD, G_ROBOT, G_OBS, G_PROC = ("Robot model", "Outputs", "Effort command",
-                                                 "Real-robot terms", "Contact (momentum observer)",
-                                                 "Processes and executors")
+G_MODEL, G_OUT, G_CMD, G_ROBOT, G_OBS, G_EST, G_PROC = ("Robot model", "Outputs", "Effort command",
+                                                        "Real-robot terms", "Contact (momentum observer)",
+                                                        "Payload estimation (~/estimate_payload)",
+                                                        "Processes and executors")
 
 TABLE = (
     Param("robot_description", STRING, "", "URDF XML of the robot. Non-empty: used instead of waiting for the "
@@ -129,6 +130,16 @@ TABLE = (
           range=(0.0, 10.0)),
     Param("collision_release", DOUBLE, 0.8, "~/collision falls once every |torque| / threshold is below this.",
           G_OBS, range=(1e-3, 1.0)),
+    # the payload estimation (recent.py, payload_estimation.py)
+    Param("payload_window", DOUBLE, 30.0, "~/estimate_payload: how much of the recent joint states the node keeps "
+          "(those carrying a position, velocity and effort for every DOF); 0: none kept, the service refuses. "
+          "Memory: window x payload_max_rate rows of nq + 2 nv + 2 doubles. A change empties the window.", G_EST,
+          unit="s", range=(0.0, 600.0)),
+    Param("payload_max_rate", DOUBLE, 500.0, "~/estimate_payload: at most this many joint states a second are kept "
+          "(faster streams are thinned).", G_EST, unit="Hz", range=(1.0, 2000.0)),
+    Param("payload_cutoff", DOUBLE, 10.0, "~/estimate_payload: cut-off of the zero-phase low-pass applied to q, qd "
+          "and the efforts before differentiating qd (5-10x the top frequency of the motion; below half the "
+          "joint-state rate).", G_EST, unit="Hz", range=(0.01, 1000.0)),
     # processes
     Param("service_threads", INT, 0, "numba threads for batch (trajectory) service work; 0: one less than the CPU "
           "count (at least 1), so a long query leaves a core to the control path.", G_PROC, range=(0, 1024),

@@ -151,6 +151,8 @@ class Robot:
         self.observer = self.observer_settings = self.detector = self.collision_state = None
         self.cmd_prev = np.zeros(nv)      # the last effort command, model order (what the joints got)
         self.cmd_prev_valid = False
+        # the recent complete joint states for ~/estimate_payload (recent.py; ControlStep.bind sets it)
+        self.recent = None
 
     # ---------------------------------------------------------------- names
     def unknown_joint_text(self, name: str, field: str) -> str:

@@ -32,7 +32,7 @@ import numpy as np
 
 import rbd_ros.core as rbd
 from rbd_ros.core import registry
-from rbd_ros.node import effort_law
+from rbd_ros.node import effort_law, recent
 from rbd_ros.node.robot import Robot, merge_k
 
 # seconds from node start to the control path / the services on a cold first start, quoted
@@ -76,8 +76,8 @@ SERVICES = ("rnea", "forward_dynamics")
 
 
 def node_kernels():
-    """The node's own numba kernels (joint-state merge, effort law)."""
-    return (merge_k,) + effort_law.KERNELS
+    """The node's own numba kernels (joint-state merge, effort law, recent joint states)."""
+    return (merge_k,) + effort_law.KERNELS + recent.KERNELS
 
 
 def precompile_steps(model):
@@ -90,6 +90,7 @@ def precompile_steps(model):
         none = np.zeros(0, dtype=np.int64)
         merge_k(np.zeros(1), np.zeros(1), True, none, none, none, none, q.copy(), z.copy(),
                  np.zeros(len(rbd.dof_indices(model))), 0.0)
+        recent.RecentStates(model.nq, model.nv, (), 0.01, 100.0)     # compiles its kernel
 
     return [("crba (one state)", lambda: rbd.crba(model, q), 0),
             ("node command law kernels", lambda: Robot(model, (), "precompile").law.warm_kernels(), 0),
