@@ -62,6 +62,11 @@ class ObserverSettings:
         self.release = float(params.collision_release)
         rbd.CollisionDetector(self.thresholds, self.debounce, self.release)    # checks them
 
+    def same(self, other) -> bool:
+        """True if ``other`` (ObserverSettings or None) holds the same values."""
+        return other is not None and vars(self).keys() == vars(other).keys() and all(
+            np.array_equal(v, vars(other)[k]) for k, v in vars(self).items())
+
 
 def default_contact_frame(model) -> str:
     """The tip of the longest chain: the URDF link on the body with the most ancestors
@@ -163,8 +168,7 @@ class ControlStep:
                 self._set_error("observer", f"external_torques, external_wrench and collision are off: {e}")
             return
         self.observer_error = None
-        if getattr(rt, "observer_settings", None) is not None and vars(rt.observer_settings) == vars(o) \
-                and rt.observer is not None:
+        if o.same(rt.observer_settings) and rt.observer is not None:
             return
         rt.observer_settings = o
         rt.observer = rbd.MomentumObserver(rt.model, o.gain, friction=o.friction, max_gap=o.max_gap,
