@@ -173,13 +173,15 @@ class ControlStep:
         self.observer_error = None
         if o.same(rt.observer_settings) and rt.observer is not None:
             return
+        # (the control thread may be reading rt: everything it needs is in place before the
+        # observer it checks for)
         rt.observer_settings = o
-        rt.observer = rbd.MomentumObserver(rt.model, o.gain, friction=o.friction, max_gap=o.max_gap,
-                                           tau_held=True)
         rt.detector = rbd.CollisionDetector(o.thresholds, o.debounce, o.release)
         rt.tau_ext = np.zeros(rt.model.nv)
         rt.tau_nan = np.full(rt.model.nv, np.nan)      # fed to the observer for a non-finite sample
         rt.jacobian = np.zeros((6, rt.model.nv))
+        rt.observer = rbd.MomentumObserver(rt.model, o.gain, friction=o.friction, max_gap=o.max_gap,
+                                           tau_held=True)
 
     def _set_error(self, what, text):
         if what == "command":
