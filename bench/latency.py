@@ -8,7 +8,15 @@ sleep-to-deadline loop for --seconds, and measures joint_states stamp ->
 stamp holds the sender's monotonic clock).  Reports p50/p95/p99/max, drops
 and the CPU use of each process (bench, node, service worker) as a Markdown table.
 
-    python bench/latency.py [--seconds 15] [--rate 1000] [--modes best_effort,reliable]
+``--observer``: the node runs its momentum observer on the efforts the bench now sends
+(observer_torque_source measured, K 50 1/s) and the latency is measured to its output,
+``~/external_torques`` (published after every term of the message is computed), while
+the bare node still answers with g on the same messages (efforts included): the ratio
+of the two p99 is the observer's cost against the rclpy floor (issue 18: within 1.2x).
+With ``--subscribe-all`` the observer's other outputs (~/external_wrench, ~/collision)
+and ~/gravity_torques_state are subscribed too.
+
+    python bench/latency.py [--seconds 15] [--rate 1000] [--modes best_effort,reliable] [--observer]
 """
 import argparse
 import os
@@ -26,12 +34,16 @@ os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 
+from rbd_ros_interfaces.msg import Collision  # noqa: E402
+
 JOINTS = [f"joint{i}" for i in range(1, 8)]
+OBSERVER_PARAMS = ["observer=true", "observer_gain=50.0", "observer_torque_source=measured"]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -73,7 +85,7 @@ def start_node(ns, reliable, executor, extra, kind):
     return proc, log.name
 
 
-def run_mode(node, mode, seconds, rate, executor, extra, subscribe_all, kind):
+def run_mode(node, mode, seconds, rate, executor, extra, subscribe_all, kind, observer=False):
     reliable = mode == "reliable"
     ns = f"bench{os.getpid()}_{kind}_{mode}"
     proc, logname = start_node(ns, reliable, executor, extra, kind)
@@ -99,19 +111,25 @@ def run_mode(node, mode, seconds, rate, executor, extra, subscribe_all, kind):
             with lock:
                 lat.append((now - sent) * 1e-9)
 
-    sub = node.create_subscription(JointState, f"/{ns}/rbd_dynamics/gravity_torques_state",
+    # the observer's output (rbd_ros node with --observer), else g (and the bare node: always g)
+    out_topic = "external_torques" if observer and kind != "bare" else "gravity_torques_state"
+    sub = node.create_subscription(JointState, f"/{ns}/rbd_dynamics/{out_topic}",
                                    on_out, QoSProfile(depth=100,
                                                       reliability=ReliabilityPolicy.RELIABLE))
     others = []
     if subscribe_all:  # every output matched, so the node publishes all five messages
-        for topic, mtype in (("gravity_torques", Float64MultiArray),
-                             ("bias_torques", Float64MultiArray),
-                             ("bias_torques_state", JointState),
-                             ("inertia_matrix", Float64MultiArray)):
+        topics = (("gravity_torques", Float64MultiArray), ("bias_torques", Float64MultiArray),
+                  ("bias_torques_state", JointState), ("inertia_matrix", Float64MultiArray))
+        if observer:
+            topics += (("gravity_torques_state", JointState), ("external_wrench", WrenchStamped),
+                       ("collision", Collision))
+        for topic, mtype in topics:
             others.append(node.create_subscription(mtype, f"/{ns}/rbd_dynamics/{topic}",
                                                    lambda m: None, 10))
     msg = JointState()
     msg.name = JOINTS
+    if observer:   # measured efforts for the observer (the same messages to the bare node)
+        msg.effort = [0.0, -40.0, 0.5, 18.0, 0.5, 1.5, 0.0]
     q = np.zeros(7)
 
     def publish_one(k):
@@ -125,7 +143,7 @@ def run_mode(node, mode, seconds, rate, executor, extra, subscribe_all, kind):
     # wait for the node's output (model loaded, discovery done)
     t_end = time.monotonic() + 120
     got_first = [False]
-    probe = node.create_subscription(JointState, f"/{ns}/rbd_dynamics/gravity_torques_state",
+    probe = node.create_subscription(JointState, f"/{ns}/rbd_dynamics/{out_topic}",
                                      lambda m: got_first.__setitem__(0, True), 10)
     k = 0
     while not got_first[0]:
@@ -185,7 +203,8 @@ def run_mode(node, mode, seconds, rate, executor, extra, subscribe_all, kind):
         proc.kill()
     with lock:
         a = np.array(lat) * 1e3
-    return {"node": kind, "mode": mode, "sent": sent, "received": len(a), "rate": sent / wall,
+    label = kind + (" + observer" if observer and kind != "bare" else "")
+    return {"node": kind, "label": label, "mode": mode, "sent": sent, "received": len(a), "rate": sent / wall,
             "p50": np.percentile(a, 50), "p95": np.percentile(a, 95),
             "p99": np.percentile(a, 99), "max": a.max(), "over1ms": float(np.mean(a > 1.0) * 100),
             "cpu": cpu, "diag": dict(diag)}
@@ -203,6 +222,9 @@ def main():
                          "five messages per input; it skips topics without subscribers)")
     ap.add_argument("--param", action="append", default=[],
                     help="extra node parameter NAME=VALUE (repeatable)")
+    ap.add_argument("--observer", action="store_true",
+                    help="the rbd_ros node runs its momentum observer on the efforts the bench sends "
+                         "(measured, K 50 1/s); latency measured to ~/external_torques")
     ap.add_argument("--nodes", default="rbd_ros,bare",
                     help="which nodes to measure, in turn per QoS: rbd_ros (the dynamics node) "
                          "and/or bare (bench/bare_node.py: one rclpy node, one executor, "
@@ -229,8 +251,9 @@ def main():
         for rep in range(args.repeat):
             for mode in args.modes.split(","):
                 for kind in kinds:
-                    r = run_mode(node, mode, args.seconds, args.rate, args.executor, args.param,
-                                 args.subscribe_all, kind)
+                    extra = args.param + (OBSERVER_PARAMS if args.observer else [])
+                    r = run_mode(node, mode, args.seconds, args.rate, args.executor, extra,
+                                 args.subscribe_all, kind, args.observer)
                     rows.append(r)
                     print(f"{kind} {mode} (run {rep + 1}/{args.repeat}): done", file=sys.stderr)
     finally:
@@ -238,9 +261,11 @@ def main():
         th.join()
         node.destroy_node()
         rclpy.shutdown()
+    measured = "external_torques" if args.observer else "gravity_torques_state"
     print(f"\n{args.seconds:g} s at {args.rate:g} Hz per row, node control_executor="
           f"{args.executor}, {os.cpu_count()} CPUs, outputs subscribed: "
-          f"{'all five' if args.subscribe_all else 'gravity_torques_state only'} "
+          f"{'all' if args.subscribe_all else measured + ' only'}"
+          f"{', observer on (measured efforts, K 50 1/s)' if args.observer else ''} "
           f"{' '.join(args.param)}\n")
     print("| node | joint_states QoS | sent | received (drops) | p50 ms | p95 ms | p99 ms | max ms "
           "| > 1 ms | CPU node | CPU worker | CPU bench |")
@@ -255,7 +280,7 @@ def main():
               f"{d.get('publish_time_p99_us')} us (last 4096 messages)", file=sys.stderr)
     for r in rows:
         c = r["cpu"]
-        print(f"| {r['node']} | {r['mode'].replace('_', ' ')}{' depth 10' if r['mode'] == 'reliable' else ' depth 5'} "
+        print(f"| {r['label']} | {r['mode'].replace('_', ' ')}{' depth 10' if r['mode'] == 'reliable' else ' depth 5'} "
               f"| {r['sent']} | {r['received']} ({r['sent'] - r['received']}) "
               f"| {r['p50']:.3f} | {r['p95']:.3f} | {r['p99']:.3f} | {r['max']:.2f} "
               f"| {r['over1ms']:.2f} % | {c['node']:.0f} % | {c.get('service worker', float('nan')):.0f} % "
@@ -270,7 +295,7 @@ def main():
             if not rs:
                 continue
             med[kind, mode] = m = {k: float(np.median([r[k] for r in rs])) for k in ("p50", "p99")}
-            print(f"| {kind} | {mode.replace('_', ' ')} | {len(rs)} | "
+            print(f"| {rs[0]['label']} | {mode.replace('_', ' ')} | {len(rs)} | "
                   f"{sum(r['received'] for r in rs)} / {sum(r['sent'] for r in rs)} | "
                   f"{m['p50']:.3f} | {m['p99']:.3f} | {max(r['max'] for r in rs):.2f} |")
     for mode in args.modes.split(","):

@@ -10,16 +10,20 @@ Starts two processes wired like a robot with ``forward_command_controller``:
   until the first command arrives (DDS discovery takes seconds on a loaded machine);
 * the dynamics node (``python -m rbd_ros.node``) reading those joint states,
 
-and runs three phases, printing a table and writing a PNG (desired vs actual
-joint angles, tracking error, applied torques over time):
+and runs four phases, printing a table and writing a PNG (desired vs actual
+joint angles, tracking error, applied torques over time; estimated vs applied external
+torques during the push):
 
 1. no command: the node is stopped, the arm sags under gravity (rad after 1 s);
 2. gravity hold (``command_mode: gravity``): drift in mrad over 3 s;
 3. computed torque (``command_mode: computed_torque``, set at run time) tracking a
    smooth joint trajectory sent as desired states on ``~/desired_state`` at 500 Hz:
-   RMS and max tracking error.
+   RMS and max tracking error;
+4. push: the arm held at q0 by computed torque, the node's momentum observer on, 10 N
+   at the flange for 1 s through the driver's ``~/apply_wrench`` (``push.py``):
+   ``~/external_torques`` vs the applied Jᵀf, ``~/collision``'s rise and fall.
 
-They run in the order 2, 3, 1 (the arm must be held at rest before the hold is
+They run in the order 2, 3, 4, 1 (the arm must be held at rest before the hold is
 measured; stopping the node is the cleanest "no command").  Before phase 2 the
 node brings the arm to rest at the start pose in computed-torque mode.
 
@@ -42,10 +46,11 @@ import numpy as np
 import rclpy
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import WrenchStamped
 from rcl_interfaces.msg import Parameter
 from rcl_interfaces.srv import SetParameters
 from rclpy.executors import SingleThreadedExecutor
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -137,6 +142,9 @@ class ClosedLoop:
         self.pub_desired = self.node.create_publisher(JointTrajectory, f"{self.fqn}/desired_state",
                                                       QOS_DESIRED)
         self._traj_type = JointTrajectory
+        self._pub_wrench = None   # ~/apply_wrench of the driver (push())
+        self._recordings = {}     # id(list) -> subscription (record())
+        self._destroy = []        # (subscription, Event) for the spinning thread to destroy
         self.desired_fn = None    # wall time -> (q, v, a) or None (send nothing)
         self._stop = threading.Event()
         self._threads = [threading.Thread(target=self._spin, daemon=True),
@@ -264,6 +272,10 @@ class ClosedLoop:
         while not self._stop.is_set() and self.context.ok():
             try:
                 self.executor.spin_once(timeout_sec=0.05)
+                while self._destroy:      # (destroying it while the executor waits on it kills spin_once)
+                    sub, done = self._destroy.pop()
+                    self.node.destroy_subscription(sub)
+                    done.set()
             except Exception:
                 if self._stop.is_set() or not self.context.ok():
                     return
@@ -325,19 +337,73 @@ class ClosedLoop:
         """Set node parameters (one request); returns the list of (successful, reason)."""
 
         params = [Parameter(name=k, value=parameter_value(v)) for k, v in values.items()]
-        cli = self.node.create_client(SetParameters, f"{self.fqn}/set_parameters")
+        res = self.call(SetParameters, f"{self.fqn}/set_parameters", SetParameters.Request(parameters=params),
+                        timeout)
+        return [(r.successful, r.reason) for r in res.results]
+
+    def call(self, srv_type, name: str, request, timeout=10.0):
+        """Call service ``name`` (absolute, or relative to the node: ``~/x`` -> its ``x``)
+        and return the response; TimeoutError if it does not answer within ``timeout`` s."""
+        if name.startswith("~/"):
+            name = f"{self.fqn}/{name[2:]}"
+        cli = self.node.create_client(srv_type, name)
         try:
             if not cli.wait_for_service(timeout_sec=timeout):
-                raise TimeoutError(f"{self.fqn}/set_parameters not available")
-            fut = cli.call_async(SetParameters.Request(parameters=params))
+                raise TimeoutError(f"{name} not available")
+            fut = cli.call_async(request)
             t_end = time.monotonic() + timeout
             while not fut.done():
                 if time.monotonic() > t_end:
-                    raise TimeoutError("set_parameters: no answer")
+                    raise TimeoutError(f"{name}: no answer")
                 time.sleep(0.002)
-            return [(r.successful, r.reason) for r in fut.result().results]
+            return fut.result()
         finally:
             self.node.destroy_client(cli)
+
+    def record(self, topic: str, msg_type, convert=None, latched=False) -> list:
+        """Record ``topic`` (``~/x``: the node's ``x``; ``sim/x``: the driver's) from now on:
+        returns the list that gets (header stamp in s, convert(msg) or msg) per message
+        (append only; read it under ``self.lock``).  Reliable depth 1000 (a best-effort
+        reader in this loaded process loses a good part of a 500 Hz stream), transient
+        local if ``latched`` (the driver's ~/applied_wrench)."""
+        if topic.startswith("~/"):
+            topic = f"{self.fqn}/{topic[2:]}"
+        elif topic.startswith("sim/"):
+            topic = f"/{self.ns}/sim_driver/{topic[4:]}"
+        qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE)
+        out = []
+        fn = convert or (lambda m: m)
+
+        def on_msg(msg):
+            item = (_stamp(msg), fn(msg))
+            with self.lock:
+                out.append(item)
+        self._recordings[id(out)] = self.node.create_subscription(msg_type, topic, on_msg, qos)
+        return out
+
+    def stop_recording(self, out: list) -> None:
+        """End the recording that fills ``out`` (the node stops computing an output nobody
+        subscribes to)."""
+        sub = self._recordings.pop(id(out), None)
+        if sub is not None:       # destroyed by the spinning thread, between two spin_once
+            done = threading.Event()
+            self._destroy.append((sub, done))
+            done.wait(5.0)
+
+    def push(self, force, link="flange", torque=(0.0, 0.0, 0.0)):
+        """Send one wrench to the driver's ~/apply_wrench (world axes at ``link``'s origin;
+        applied for the driver's ``wrench_duration``)."""
+        if self._pub_wrench is None:
+            self._pub_wrench = self.node.create_publisher(WrenchStamped, f"/{self.ns}/sim_driver/apply_wrench", 10)
+            self._wait(lambda: self._pub_wrench.get_subscription_count() > 0, 10.0, None)
+        msg = WrenchStamped()
+        msg.header.frame_id = link
+        msg.header.stamp = self.node.get_clock().now().to_msg()
+        f, m = msg.wrench.force, msg.wrench.torque
+        f.x, f.y, f.z = (float(x) for x in force)
+        m.x, m.y, m.z = (float(x) for x in torque)
+        self._pub_wrench.publish(msg)
 
     # ------------------------------------------------------------ data
     def wait_recorded(self, t: float, timeout=10.0) -> bool:

@@ -28,7 +28,9 @@ from rbd_ros.demo.closed_loop import (
     ClosedLoop,
     reference,
     reference_batch,
+    settle,
 )
+from rbd_ros.demo.push import GAIN, LINK, THRESHOLD, draw, measure_push
 
 
 def measure_hold(loop: ClosedLoop, seconds: float):
@@ -108,6 +110,12 @@ def run_demo(png: str | None, desired_rate=500.0, out=print):
         rms, emax, c0, c1 = measure_tracking(loop)
         after = loop.sim_counters()
         stalls = {k: after[k] - before[k] for k in after if after[k] != before[k]}
+        out(f"[demo] phase 4: push: the arm held at q0, observer on (K {GAIN:g} 1/s), 10 N at the {LINK} "
+            "through the driver's ~/apply_wrench ...")
+        if not settle(loop):
+            out("[demo] the arm did not come back to rest at q0 (machine too loaded?)")
+            return 1
+        push = measure_push(loop, ROBOT)
         time.sleep(0.3)
         out("[demo] phase 1: node stopped, no command: the arm falls ...")
         sag, sag_early, s0 = measure_sag(loop)
@@ -120,6 +128,10 @@ def run_demo(png: str | None, desired_rate=500.0, out=print):
             f"{drift * 1e3:.2g} mrad")
         out(f"  3 computed torque, desired at {desired_rate:3.0f} Hz   tracking error: "
             f"RMS {rms * 1e3:.3f} mrad, max {emax * 1e3:.3f} mrad")
+        out(f"  4 push, 10 N at the {LINK} for {push['t_off'] - push['t_on']:.1f} s     ~/external_torques vs "
+            f"applied J^T f: {push['error'] * 100:.1f} % (max, after 5/K)")
+        out(f"                                          ~/collision ({THRESHOLD:g} N m): rose "
+            f"{push['rise'] * 1e3:.0f} ms after the push began, fell {push['fall'] * 1e3:.0f} ms after it ended")
         if stalls:
             out(f"  (the machine stalled the driver during phase 3: {stalls}; 'resyncs' = "
                 "its real-time loop went > 50 ms without a step)")
@@ -127,7 +139,7 @@ def run_demo(png: str | None, desired_rate=500.0, out=print):
             out(f"  node callback p50/p99: {status.get('callback_time_p50_us', '?')}/"
                 f"{status.get('callback_time_p99_us', '?')} us")
         if png:
-            plot(loop, png, (h0, h1), (c0, c1), s0)
+            plot(loop, png, (h0, h1), (c0, c1), s0, push)
             out(f"[demo] picture: {png}")
         rc = 0
     finally:
@@ -136,7 +148,7 @@ def run_demo(png: str | None, desired_rate=500.0, out=print):
     return rc
 
 
-def plot(loop: ClosedLoop, png: str, hold, track, sag0):
+def plot(loop: ClosedLoop, png: str, hold, track, sag0, push):
     import matplotlib  # the demo extra (optional): only the picture needs it
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # (after choosing the Agg backend)
@@ -144,8 +156,10 @@ def plot(loop: ClosedLoop, png: str, hold, track, sag0):
     T0 = hold[0]
     Qd = np.where(((t >= track[0]) & (t <= track[1]))[:, None],
                   reference_batch(t - track[0])[0], np.nan)
-    fig, ax = plt.subplots(3, 1, figsize=(11, 9), sharex=True,
-                           gridspec_kw={"height_ratios": [3, 1.4, 2]})
+    fig = plt.figure(figsize=(11, 12))
+    gs = fig.add_gridspec(5, 1, height_ratios=[3, 1.4, 2, 0.15, 2.4])
+    ax = [fig.add_subplot(gs[0])]
+    ax += [fig.add_subplot(gs[i], sharex=ax[0]) for i in (1, 2)]
     colors = plt.cm.tab10(np.arange(7))
     for k in range(7):
         ax[0].plot(t - T0, Q[:, k], color=colors[k], lw=1.2, label=JOINTS[k])
@@ -157,17 +171,19 @@ def plot(loop: ClosedLoop, png: str, hold, track, sag0):
     for a in ax:
         a.axvspan(0, hold[1] - T0, color="tab:green", alpha=0.07)
         a.axvspan(track[0] - T0, track[1] - T0, color="tab:blue", alpha=0.07)
+        a.axvspan(push["t_on"] - T0, push["t_off"] - T0, color="tab:orange", alpha=0.1)
         a.axvspan(sag0 - T0, sag0 + 1.0 - T0, color="tab:red", alpha=0.07)
         a.grid(alpha=0.3)
     top = ax[0].get_ylim()[1]
     for x, text in ((0.05, "gravity hold"), (track[0] - T0 + 0.05, "computed torque"),
-                    (sag0 - T0 + 0.02, "no command")):
+                    (push["t_on"] - T0 + 0.02, "push"), (sag0 - T0 + 0.02, "no command")):
         ax[0].text(x, top, text, va="top", fontsize=9)
     ax[0].set_ylabel("joint angle (rad)\nsolid: actual, dashed: desired")
     ax[0].legend(ncol=7, fontsize=8, loc="lower center")
     ax[1].set_ylabel("tracking error\n(mrad)")
     ax[2].set_ylabel("applied torque (N m)")
     ax[2].set_xlabel("time (s)")
+    draw(fig.add_subplot(gs[4]), push, colors)
     fig.suptitle(f"rbd_ros closed loop: dynamics node + MuJoCo {ROBOT} at 1 kHz")
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(png)), exist_ok=True)

@@ -96,6 +96,7 @@ def _fill(out: Output, msg, rt, stamp) -> None:
     if out.kind in (terms.STATE, terms.WRENCH, terms.COLLISION):
         msg.header.stamp = stamp
     if out.kind == terms.WRENCH:
+        msg.header.frame_id = rt.observer_settings.frame     # contact_frame may change at run time
         w = rt.arrays["wrench"]
         f, t = msg.wrench.force, msg.wrench.torque
         f.x, f.y, f.z, t.x, t.y, t.z = (float(x) for x in w)

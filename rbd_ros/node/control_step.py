@@ -26,6 +26,7 @@ import numpy as np
 
 import rbd_ros.core as rbd
 from rbd_ros.node import effort_law, recent, terms
+from rbd_ros.node.robot import DROP_NONFINITE
 
 CLAMP_WARN_PERIOD_S = 2.0
 THROTTLE_S = 2.0
@@ -61,6 +62,11 @@ class ObserverSettings:
         self.debounce = float(params.collision_debounce)
         self.release = float(params.collision_release)
         rbd.CollisionDetector(self.thresholds, self.debounce, self.release)    # checks them
+
+    def same(self, other) -> bool:
+        """True if ``other`` (ObserverSettings or None) holds the same values."""
+        return other is not None and vars(self).keys() == vars(other).keys() and all(
+            np.array_equal(v, vars(other)[k]) for k, v in vars(self).items())
 
 
 def default_contact_frame(model) -> str:
@@ -102,6 +108,8 @@ class ControlStep:
         self.observer_error = None       # why the observer outputs are off, or None
         self.observer_waiting = ""       # why no estimate is published now (no efforts, ...), or ""
         self.collisions = 0              # rising edges of the collision flag
+        self._estimated = False          # this message has a valid estimate (wrench, collision follow it)
+        self._effort_bad = False         # this message's efforts hold NaN/inf
         self.configure(params)
 
     # ------------------------------------------------------------------ settings
@@ -166,16 +174,17 @@ class ControlStep:
                 self._set_error("observer", f"external_torques, external_wrench and collision are off: {e}")
             return
         self.observer_error = None
-        if getattr(rt, "observer_settings", None) is not None and vars(rt.observer_settings) == vars(o) \
-                and rt.observer is not None:
+        if o.same(rt.observer_settings) and rt.observer is not None:
             return
+        # (the control thread may be reading rt: everything it needs is in place before the
+        # observer it checks for)
         rt.observer_settings = o
-        rt.observer = rbd.MomentumObserver(rt.model, o.gain, friction=o.friction, max_gap=o.max_gap,
-                                           tau_held=True)
         rt.detector = rbd.CollisionDetector(o.thresholds, o.debounce, o.release)
         rt.tau_ext = np.zeros(rt.model.nv)
+        rt.tau_nan = np.full(rt.model.nv, np.nan)      # fed to the observer for a non-finite sample
         rt.jacobian = np.zeros((6, rt.model.nv))
-        rt.collision_state = None
+        rt.observer = rbd.MomentumObserver(rt.model, o.gain, friction=o.friction, max_gap=o.max_gap,
+                                           tau_held=True)
 
     def _set_error(self, what, text):
         if what == "command":
@@ -224,6 +233,7 @@ class ControlStep:
         or None if nothing was computed (dropped, not ready, rate-limited, not finite).
         ``stamp`` its header stamp in s, ``now`` the monotonic receive time."""
         status, detail = rt.update(names, position, velocity, now, effort)
+        self._estimated = False
         rec = rt.recent
         if rec is not None and status == "ok":     # ~/estimate_payload's window (recent.py)
             rec.add(rt, stamp, now)
@@ -237,6 +247,8 @@ class ControlStep:
             else:
                 stats.drop(status)
                 self._report(f"joint_states message dropped ({status}): {detail}", "warning")
+                if status == DROP_NONFINITE:
+                    self._observer_not_finite(rt, stamp)
                 return None
         if detail:
             unknown = frozenset(detail)
@@ -249,6 +261,8 @@ class ControlStep:
         if self.min_period and now - self._last_publish < self.min_period:
             stats.rate_limited += 1
             return None
+        # NaN/inf among the efforts (sum: no allocation; a NaN anywhere makes it NaN)
+        self._effort_bad = len(effort) == len(names) and len(effort) > 0 and not math.isfinite(sum(effort))
         out = []
         try:
             for compute, wanted in self._compute:
@@ -291,11 +305,13 @@ class ControlStep:
         law = rt.law
         s = law.settings
         if s is None:
+            rt.cmd_prev_valid = False
             return False
         nclamped, reason = law.command(now, s)
         if reason != self._fallback_reason:
             self._log_fallback(reason, s)
         if nclamped < 0:
+            rt.cmd_prev_valid = False        # not sent: what the joints get is unknown
             self.command_failed += 1
             self._report(f"effort_command not published: the {s.mode} command is not finite (extreme "
                                "gains or states?)", "error")
@@ -328,19 +344,29 @@ class ControlStep:
         return True
 
     def observe(self, rt, stamp: float, now: float) -> bool:
-        """τ̂_ext into the tau_ext buffer (joints order); True while the estimate is valid."""
+        """τ̂_ext into the tau_ext buffer (joints order); True while the estimate is valid.
+        Without the torques of this sample (no fresh efforts, no command sent for the
+        previous state) the observer is reset and nothing is published: it starts again
+        from the next sample that has them.  NaN/inf among the efforts restarts it
+        (``not_finite``)."""
         obs = rt.observer
         if obs is None:
             return False
         if rt.observer_settings.source == "measured":
+            if self._effort_bad:
+                self._observer_not_finite(rt, stamp)
+                return False
             if not rt.efforts_fresh(now, self.max_state_age):
+                obs.reset()
                 self._waiting("joint_states carry no (fresh) efforts for every joint: external_torques needs "
                               "JointState.effort with observer_torque_source measured (or set it to commanded)")
                 return False
             tau = rt.tau_meas
         else:
             if not rt.cmd_prev_valid:
-                self._waiting("no effort_command computed yet (observer_torque_source commanded)")
+                obs.reset()
+                self._waiting("no effort_command was sent for the previous joint state (observer_torque_source "
+                              "commanded)")
                 return False
             tau = rt.cmd_prev
         est = obs.update(stamp, rt.q, rt.v, tau)
@@ -350,10 +376,22 @@ class ControlStep:
         self.observer_waiting = ""
         np.copyto(rt.tau_ext, est)
         rt.arrays["tau_ext"][:] = est[rt.out_v]
+        self._estimated = True
         return True
 
+    def _observer_not_finite(self, rt, stamp: float) -> None:
+        """A sample with NaN/inf (dropped, or its efforts): the observer restarts, counted
+        as ``not_finite`` (it is fed the sample's non-finite torque)."""
+        obs = rt.observer
+        if obs is not None:
+            obs.update(stamp, rt.q, rt.v, rt.tau_nan)
+            self._waiting(f"the observer restarted ({obs.status}: NaN/inf in joint_states)")
+
     def wrench(self, rt) -> bool:
-        """The wrench at the contact frame (its own axes) that explains τ̂_ext."""
+        """The wrench at the contact frame (its own axes) that explains τ̂_ext (this
+        message's estimate only)."""
+        if not self._estimated:
+            return False
         o = rt.observer_settings
         rbd.frame_jacobian_into(rt.model, rt.q, o.frame, "local", rt.jacobian)
         F = np.linalg.lstsq(rt.jacobian.T, rt.tau_ext, rcond=None)[0]
@@ -361,7 +399,10 @@ class ControlStep:
         return bool(np.all(np.isfinite(F)))
 
     def collision(self, rt, stamp: float) -> bool:
-        """The collision flag of τ̂_ext (joints order) against the thresholds."""
+        """The collision flag of τ̂_ext (joints order) against the thresholds (this
+        message's estimate only)."""
+        if not self._estimated:
+            return False
         det = rt.detector
         was = det.detected
         st = det.update(stamp, rt.arrays["tau_ext"])
@@ -384,8 +425,14 @@ class ControlStep:
 
     # ------------------------------------------------------------------ helpers
     def _waiting(self, why: str) -> None:
+        """Why no estimate now ("" : there is one); logged when it changes, a kind of
+        reason at most once per THROTTLE_S (a loaded machine restarts it on gaps often)."""
         if why and why != self.observer_waiting:
-            self.log.warning(why)
+            key = "observer: " + why.split("(", 1)[0]
+            now = time.monotonic()
+            if now - self._throttled.get(key, -math.inf) >= THROTTLE_S:
+                self._throttled[key] = now
+                self.log.warning(why)
         self.observer_waiting = why
 
     def _log_fallback(self, reason, s) -> None:

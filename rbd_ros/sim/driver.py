@@ -8,7 +8,10 @@ and
 
 * publishes ``joint_states`` (sensor_msgs/JointState, reliable depth 10):
   ``joints`` order, position, velocity, and effort = the torque applied in the
-  step that produced the state; ``header.stamp`` = now;
+  step that produced the state; ``header.stamp`` = the step's scheduled time
+  (the ROS time at the loop's start + steps x period, re-anchored after a resync):
+  stamp differences are the simulated time between states, whatever the
+  lateness of the loop on a loaded machine, as a real driver's cycle stamps;
 * subscribes to ``effort_command`` (std_msgs/Float64MultiArray in ``joints``
   order, reliable depth 10: the shape forward_command_controller's
   ``~/commands`` takes) and applies the latest one through ``qfrc_applied``;
@@ -76,6 +79,7 @@ class SimDriver:
         # nothing heavy, and mujoco is the sim's optional dependency
         import mujoco
         import rclpy
+        from builtin_interfaces.msg import Time
         from diagnostic_msgs.msg import DiagnosticArray
         from geometry_msgs.msg import WrenchStamped
         from rcl_interfaces.msg import ParameterDescriptor
@@ -88,6 +92,7 @@ class SimDriver:
         from rbd_ros.sim.wrench import START, WrenchSchedule
 
         self._mujoco = mujoco
+        self._Time = Time
         self.context = context
         self.node = rclpy.create_node(node_name, context=context, cli_args=cli_args)
         n = self.node
@@ -287,6 +292,8 @@ class SimDriver:
         wrench_step = self.wrench.before_step
         self._spin_thread.start()
         t0 = time.monotonic()
+        ros0 = clock.now().nanoseconds      # stamps: ros0 + k * period (the step's scheduled time)
+        period_ns = 1e9 * period
         k = 0
         next_diag = t0 + self.diag_period
         late_hist = []
@@ -304,9 +311,11 @@ class SimDriver:
                     if late > 50 * period:         # a stall: drop the lost time, do not race
                         stats["resyncs"] += 1
                         t0, k = now, 0
+                        ros0 = clock.now().nanoseconds
                 if late * 1e3 > stats["late_max_ms"]:
                     stats["late_max_ms"] = late * 1e3
                 late_hist.append(late)
+                step_ns = ros0 + int(k * period_ns)
                 cmd = self._cmd
                 if cmd is not None and now - cmd[1] <= timeout:
                     applied[:] = cmd[0]
@@ -326,17 +335,17 @@ class SimDriver:
                     event = self.wrench.reset(d) or event
                 k += 1
                 stats["steps"] += 1
-                stamp = None
                 if stats["steps"] % every == 0:
                     pos[:] = d.qpos[qadr]
                     vel[:] = d.qvel[dof]
                     eff[:] = applied
                     if not shared:     # this rclpy copies arrays on assignment
                         js.position, js.velocity, js.effort = self._pos_buf, self._vel_buf, self._eff_buf
-                    js.header.stamp = stamp = clock.now().to_msg()
+                    js.header.stamp.sec, js.header.stamp.nanosec = divmod(step_ns, 1_000_000_000)
                     pub(js)
                 if event is not None:
-                    self._publish_wrench(event, stamp if stamp is not None else clock.now().to_msg())
+                    sec, nsec = divmod(step_ns, 1_000_000_000)
+                    self._publish_wrench(event, self._Time(sec=sec, nanosec=nsec))
                 work_hist.append(time.monotonic() - now)
                 if now >= next_diag:
                     next_diag = now + self.diag_period
