@@ -166,6 +166,7 @@ def test_every_core_function_raises_type_error_for_a_non_model():
     args = {"friction": (z,), "compensation_into": (q, z, np.arange(m.nv), np.empty(m.nv)),
             "dof_indices": (), "ltdl": (np.eye(m.nv),), "ltdl_solve": (np.eye(m.nv), z),
             "external_wrench": (q, z, "panda_hand"), "MomentumObserver": (10.0,),
+            "external_wrench_into": (q, z, "panda_hand", "local", np.empty(6)),
             "identify": (q[None], z[None], z[None], z[None]),
             "identify_payload": ("panda_hand", q[None], z[None], z[None], z[None]),
             "excitation_trajectory": (10.0,)}

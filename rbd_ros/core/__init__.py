@@ -26,7 +26,7 @@ from it (``api.py``).  Conventions: see doc/core.md (joint order, free-flyer
 layout, wrench frames, SI units).
 """
 from .api import FEXT_FRAMES
-from .contact import CollisionDetector, external_wrench
+from .contact import CollisionDetector, external_wrench, external_wrench_into
 from .control_loop import compensation_into, dof_indices, friction
 from .excitation import excitation_trajectory
 from .functions import PUBLIC as _PUBLIC
@@ -39,5 +39,6 @@ from .payload_identification import identify_payload
 globals().update(_PUBLIC)
 
 __all__ = ["Model", "ModelError", "ltdl", "ltdl_solve", "ltdl_unpack", "compensation_into", "dof_indices",
-           "FEXT_FRAMES", "friction", "MomentumObserver", "external_wrench", "CollisionDetector",
+           "FEXT_FRAMES", "friction", "MomentumObserver", "external_wrench", "external_wrench_into",
+           "CollisionDetector",
            "identify", "identify_payload", "excitation_trajectory", *_PUBLIC]

@@ -16,9 +16,11 @@ from importlib.metadata import entry_points
 import numpy as np
 
 from . import functions
+from .contact import CollisionDetector, external_wrench_into
 from .control_loop import compensation_into, dof_indices
 from .linalg import ltdl, ltdl_solve
 from .model import Model
+from .observer import MomentumObserver
 from .registry import ALGORITHMS
 
 # a 3-body tree with one of each joint kind the kernels dispatch on (revolute,
@@ -62,6 +64,23 @@ def warm(e, model) -> None:
         fn(model, *batch, f_ext=np.zeros((2,) + fe.shape))
 
 
+CONTACT_STEP = "observer, wrench, detector"    # MomentumObserver, external_wrench, CollisionDetector
+# the registry entries the contact step's classes call (compiled by their own steps)
+CONTACT_ENTRIES = ("coriolis_transpose_v", "frame_jacobian")
+
+
+def warm_contact(model, frame) -> None:
+    """Run the momentum observer (every branch of its step), external_wrench_into and a
+    CollisionDetector once on ``model`` (compiling their kernels and the registry entries
+    they call)."""
+    q, z, nv = model.neutral(), np.zeros(model.nv), model.nv
+    obs = MomentumObserver(model, 1.0, friction=True, tau_held=True)
+    obs.update(0.0, q, z, z)
+    obs.update(1e-3, q, z, z)
+    external_wrench_into(model, q, z, frame, "local", np.empty(6), np.empty(nv), np.empty((6, nv)))
+    CollisionDetector(np.ones(nv)).update(0.0, z)
+
+
 def steps():
     """(name, function, group): every registry entry's kernels (``warm``), the
     hand-written public functions', then the steps other packages register under the
@@ -76,6 +95,7 @@ def steps():
                                                                  np.empty(n * n)), 0)]
     steps += [(e.name, functools.partial(warm, e, model), e.group) for e in ALGORITHMS]
     steps += [("ltdl, ltdl_solve", lambda: ltdl_solve(model, ltdl(model, H), z), 0)]
+    steps += [(CONTACT_STEP, functools.partial(warm_contact, model, model.link_names[-1]), 1)]
     for ep in entry_points(group="rbd_ros.precompile"):
         steps += list(ep.load()(model))
     return steps

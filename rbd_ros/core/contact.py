@@ -18,9 +18,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .algorithms import contact as _k
 from .api import convert, describe, not_model
 from .checks import real_array, real_number
-from .functions import frame_jacobian
+from .functions import frame_jacobian_into
+
+_F8 = np.dtype(np.float64)       # native byte order (x.dtype == _F8 is False for '>f8')
 
 
 class WrenchEstimate(NamedTuple):
@@ -44,9 +47,31 @@ def external_wrench(model, q, tau_ext, frame, reference="local_world_aligned") -
         raise ValueError(f"tau_ext: expected shape ({model.nv},), got {describe(tau)}")
     if not np.all(np.isfinite(tau)):
         raise ValueError("tau_ext: expected finite numbers, got NaN or inf")
-    J = frame_jacobian(model, q, frame, reference)
-    F, _, rank, _ = np.linalg.lstsq(J.T, tau, rcond=None)
-    return WrenchEstimate(F, tau - J.T @ F, int(rank))
+    F, res = np.empty(6), np.empty(model.nv)
+    rank = external_wrench_into(model, q, tau, frame, reference, F, res)
+    return WrenchEstimate(F, res, rank)
+
+
+def external_wrench_into(model, q, tau_ext, frame, reference, wrench, residual=None, jacobian=None) -> int:
+    """:func:`external_wrench` into preallocated float64 arrays: ``wrench`` (6,),
+    ``residual`` (nv,) or None, ``jacobian`` (6, nv) scratch or None (then allocated);
+    returns J's rank.  ``tau_ext`` must be finite (nv,) float64 (not checked: a control
+    loop's own buffer; :func:`external_wrench` checks).  Raises ValueError naming a bad
+    ``q``, ``frame`` or ``reference``; TypeError for a non-Model ``model``."""
+    not_model(model)
+    nv = model.nv
+    J = np.empty((6, nv)) if jacobian is None else jacobian
+    frame_jacobian_into(model, q, frame, reference, J)
+    res = np.empty(nv) if residual is None else residual
+    tau = tau_ext if _plain(tau_ext) else np.array(tau_ext, dtype=np.float64)
+    return int(_k.wrench_lstsq_k(J, tau, wrench, res))
+
+
+def _plain(x) -> bool:
+    """A 1-D array of the one type the kernels are compiled for (C-contiguous, aligned,
+    writable, native float64): anything else is copied, never compiled for."""
+    return type(x) is np.ndarray and x.dtype == _F8 and x.ndim == 1 and x.flags.c_contiguous \
+        and x.flags.aligned and x.flags.writeable
 
 
 class CollisionState(NamedTuple):
@@ -88,14 +113,12 @@ class CollisionDetector:
 
     def update(self, t: float, tau_ext) -> CollisionState:
         r = self._ratios
-        if len(tau_ext) != r.shape[0]:
-            raise ValueError(f"tau_ext: expected {r.shape[0]} numbers (one per threshold), got {len(tau_ext)}")
-        np.abs(tau_ext, out=r)
-        np.divide(r, self.thresholds, out=r)
-        finite = bool(np.all(np.isfinite(r)))
-        above = np.flatnonzero(r > 1.0) if finite else np.zeros(0, dtype=np.int64)
+        tau = tau_ext if _plain(tau_ext) else np.array(tau_ext, dtype=np.float64).reshape(-1)
+        if tau.shape[0] != r.shape[0]:
+            raise ValueError(f"tau_ext: expected {r.shape[0]} numbers (one per threshold), got {tau.shape[0]}")
+        finite, above, below, worst, distal = _k.collision_ratios_k(tau, self.thresholds, self.release, r)
         if finite:
-            change = above.size > 0 if not self.detected else bool(np.all(r < self.release))
+            change = above if not self.detected else below
             if not change:
                 self._since = None
             else:
@@ -105,6 +128,6 @@ class CollisionDetector:
                     self.detected = not self.detected
                     self.onset = self._since if self.detected else math.nan
                     self._since = None
-        worst = int(np.argmax(r)) if finite else 0
-        distal = int(above[-1]) if above.size else -1
+        else:
+            worst, distal = 0, -1
         return CollisionState(self.detected, r, worst, distal, self.onset)

@@ -49,13 +49,12 @@ import math
 
 import numpy as np
 
+from .algorithms import observer as _k
 from .control_loop import compensation_into, dof_indices
 from .functions import coriolis_transpose_v_into
 from .model import Model
 
 _F8 = np.dtype(np.float64)
-_count = np.count_nonzero
-_isfinite = np.isfinite
 
 # status values (MomentumObserver.status): the last update's outcome
 OK = "ok"                      # an estimate
@@ -65,6 +64,7 @@ JUMP = "jump"                  # |q_k - q_{k-1}| > max_jump on some coordinate: 
 TIME = "time_not_increasing"   # t_k <= t_{k-1}: re-initialised, zeros
 NOT_FINITE = "not_finite"      # NaN/inf input or an overflowing result: zeros, uninitialised
 RESTARTS = (STARTED, GAP, JUMP, TIME, NOT_FINITE)
+_STATUS = {_k.OK: OK, _k.STARTED: STARTED, _k.GAP: GAP, _k.JUMP: JUMP, _k.TIME: TIME, _k.NOT_FINITE: NOT_FINITE}
 
 
 class MomentumObserver:
@@ -127,30 +127,19 @@ class MomentumObserver:
         self._damping = np.array(model.damping, dtype=float)
         self._coulomb = np.array(model.friction, dtype=float)
         z = np.zeros
-        # state
+        # state (the compiled step, algorithms/observer.py, updates it in place)
         self._r = z(nv)                  # r_k
         self._m = z(nv)                  # predicted momentum p(0) + ∫(β + r)
         self._beta = z(nv)               # β_{k-1}
         self._tau_prev = z(nv)           # τ_{k-1}
         self._q_prev = z(nq)
-        self._t_prev = 0.0
-        self._started = False
+        self._st = z(2)                  # [started (0/1), t_{k-1}]
         # scratch
         self._g = z(nv)
         self._H = z((nv, nv))
         self._p = z(nv)
         self._ctv = z(nv)
-        self._b = z(nv)                  # β_k
-        self._f = z(nv)                  # friction, then other temporaries
-        self._w = z(nv)
-        self._dq = z(nq)
-        self._okq = np.zeros(nq, dtype=bool)
-        self._okv = np.zeros(nv, dtype=bool)
-        self._den = z(nv)                # 1 + K h / 2
-        self._half = z(())               # h / 2 as a 0-d array
-        self._one0 = np.ones(())
-        self._eps0 = np.full((), self.velocity_eps)
-        self._max_jump0 = np.full((), self.max_jump)
+        self._b = z(nv)
         self._out = self._r.view()
         self._out.setflags(write=False)
         self.status = STARTED
@@ -173,18 +162,18 @@ class MomentumObserver:
 
     def reset(self):
         """Forget the state: the next update starts again (returns zeros, status STARTED)."""
-        self._started = False
+        self._st[0] = 0.0
         self._r.fill(0.0)
 
     # ------------------------------------------------------------ update
-    # Allocation-free: ufuncs with out= on preallocated arrays, scalars as 0-d arrays
-    # (a Python float operand makes numpy allocate), copies by np.copyto (x[:] = y builds
-    # a slice object), reductions by np.count_nonzero (returns a cached small int).
     def _arg(self, x, shape, name):
-        if type(x) is np.ndarray and x.dtype is _F8 and x.shape == shape:
+        """``x`` as it is if a plain array (what the compiled step is compiled for: C-contiguous,
+        aligned, writable, native float64), else a copy that is (never a second compile)."""
+        if type(x) is np.ndarray and x.dtype is _F8 and x.shape == shape and x.flags.c_contiguous \
+                and x.flags.writeable and x.flags.aligned:
             return x
         try:
-            y = np.ascontiguousarray(x, dtype=np.float64)
+            y = np.array(x, dtype=np.float64, order="C")
         except (TypeError, ValueError):
             raise ValueError(f"{name}: expected {shape[0]} real numbers, got {x!r}"[:200]) from None
         if y.shape != shape:
@@ -200,83 +189,20 @@ class MomentumObserver:
             t = float(t)
         except (TypeError, ValueError):
             raise ValueError(f"t: expected a number (s), got {t!r}"[:200]) from None
-        nq, nv, okq, okv = self._nq, self._nv, self._okq, self._okv
-        if not (math.isfinite(t) and _count(_isfinite(q, out=okq)) == nq and _count(_isfinite(v, out=okv)) == nv
-                and _count(_isfinite(tau, out=okv)) == nv and self._beta_and_momentum(q, v, tau)):
-            return self._restart(NOT_FINITE, None, None, None)
-        if not self._started:
-            return self._restart(STARTED, t, q, tau)
-        h = t - self._t_prev
-        if not h > 0.0:
-            return self._restart(TIME, t, q, tau)
-        if h > self.max_gap:
-            return self._restart(GAP, t, q, tau)
-        dq = self._dq
-        np.subtract(q, self._q_prev, out=dq)
-        np.abs(dq, out=dq)
-        if _count(np.greater(dq, self._max_jump0, out=okq)):
-            return self._restart(JUMP, t, q, tau)
-        # r_k = K (p_k - m_{k-1} - h/2 (β_{k-1} + r_{k-1} + β_k)) / (1 + K h/2)
-        r, m, b, w, den, half = self._r, self._m, self._b, self._w, self._den, self._half
-        half.fill(0.5 * h)
-        np.add(self._beta, r, out=w)
-        np.add(w, b, out=w)
-        if self.tau_held:                         # τ_k over the whole step: τ_{k-1} -> τ_k in β_{k-1}
-            np.add(w, tau, out=w)
-            np.subtract(w, self._tau_prev, out=w)
-        np.multiply(w, half, out=w)
-        np.add(m, w, out=m)                       # m_{k-1} + h/2 (β_{k-1} + r_{k-1} + β_k)
-        np.subtract(self._p, m, out=w)
-        np.multiply(w, self.gain, out=w)
-        np.multiply(self.gain, half, out=den)
-        np.add(den, self._one0, out=den)
-        np.divide(w, den, out=w)                  # r_k
-        if _count(_isfinite(w, out=okv)) != nv:
-            return self._restart(NOT_FINITE, None, None, None)
-        np.copyto(r, w)
-        np.multiply(w, half, out=w)
-        np.add(m, w, out=m)                       # m_k = ... + h/2 r_k
-        np.copyto(self._beta, b)
-        np.copyto(self._tau_prev, tau)
-        np.copyto(self._q_prev, q)
-        self._t_prev = t
-        self.status = OK
-        return self._out
-
-    def _beta_and_momentum(self, q, v, tau):
-        """β_k = τ − τ_f + Cᵀv − g into self._b and p_k = H v into self._p (finite q, v,
-        tau); False if the dynamics of these numbers overflow."""
-        g, H, b, p, f = self._g, self._H, self._b, self._p, self._f
         try:
-            compensation_into(self.model, q, v, self._dofs, g, None, H)
+            compensation_into(self.model, q, v, self._dofs, self._g, None, self._H)
             coriolis_transpose_v_into(self.model, q, v, self._ctv)
-        except ValueError:
-            return False
-        np.dot(H, v, out=p)
-        np.subtract(tau, g, out=b)
-        np.add(b, self._ctv, out=b)
-        if self.friction:        # τ_f = damping · v + friction · tanh(v / eps)
-            np.divide(v, self._eps0, out=f)
-            np.tanh(f, out=f)
-            np.multiply(f, self._coulomb, out=f)
-            np.subtract(b, f, out=b)
-            np.multiply(v, self._damping, out=f)
-            np.subtract(b, f, out=b)
-        nv, okv = self._nv, self._okv
-        return _count(_isfinite(b, out=okv)) == nv and _count(_isfinite(p, out=okv)) == nv
-
-    def _restart(self, reason, t, q, tau):
-        """Zeros out; state re-initialised at this sample (or forgotten if t is None)."""
-        self.status = reason
-        self.restarts[reason] += 1
-        self._r.fill(0.0)
-        if t is None:
-            self._started = False
-            return self._out
-        np.copyto(self._m, self._p)
-        np.copyto(self._beta, self._b)
-        np.copyto(self._tau_prev, tau)
-        np.copyto(self._q_prev, q)
-        self._t_prev = t
-        self._started = True
+        except ValueError:          # non-finite q or v, or dynamics that overflow
+            code = _k.NOT_FINITE
+            self._r.fill(0.0)
+            self._st[0] = 0.0
+        else:
+            code = _k.observer_step_k(self._H, self._g, self._ctv, t, q, v, tau, self.gain, self._damping,
+                                      self._coulomb, self.velocity_eps, self.friction, self.tau_held,
+                                      self.max_gap, self.max_jump, self._st, self._q_prev, self._m, self._r,
+                                      self._beta, self._tau_prev, self._p, self._b)
+        status = _STATUS[code]
+        self.status = status
+        if code:
+            self.restarts[status] += 1
         return self._out

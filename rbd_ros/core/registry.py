@@ -39,11 +39,13 @@ from . import _numba_compat as nbc
 from . import reference as ref
 from .algorithms import aba as _aba
 from .algorithms import compensation as _comp
+from .algorithms import contact as _contact
 from .algorithms import coriolis as _cor
 from .algorithms import crba as _crba
 from .algorithms import forward_dynamics as _fd
 from .algorithms import frames as _frames
 from .algorithms import ltdl as _ltdl
+from .algorithms import observer as _observer
 from .algorithms import regressor as _reg
 from .algorithms import rnea as _rnea
 from .api import FRAME, REFERENCE
@@ -256,6 +258,9 @@ OTHER_KERNELS = {
     "compensation_into": (_comp.compensation_k,),
     "ltdl": (_ltdl.ltdl_k,),
     "ltdl_solve": (_ltdl.ltdl_solve_k,),
+    "MomentumObserver": (_observer.observer_step_k,),
+    "external_wrench": (_contact.wrench_lstsq_k,),
+    "CollisionDetector": (_contact.collision_ratios_k,),
 }
 
 BY_NAME = {e.name: e for e in ALGORITHMS}

@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 import rbd_ros.core as rbd
-from rbd_ros.core import registry
+from rbd_ros.core import compile_steps, registry
 from rbd_ros.node import effort_law, recent
 from rbd_ros.node.robot import Robot, merge_k
 
@@ -102,16 +102,17 @@ def precompile_steps(model):
 HELPER_STEPS = ("crba (one state)", "node command law kernels", "node merge kernel")
 
 
-def _compile_elsewhere():
-    """From a cold cache, compile CRBA, the command law's and the merge kernel in a second
-    process (the other core) into numba's disk cache while this one compiles RNEA:
-    ``compensation_into`` needs both RNEA and CRBA, and numba loads a kernel from the disk
-    cache when it is there.  None if it cannot start."""
+def _compile_elsewhere(helper_steps=HELPER_STEPS):
+    """From a cold cache, compile the precompile steps ``helper_steps`` (default: CRBA, the
+    command law's and the merge kernel) in a second process (the other core) into numba's
+    disk cache while this one compiles RNEA: ``compensation_into`` needs both RNEA and
+    CRBA, and numba loads a kernel from the disk cache when it is there.  None if it
+    cannot start."""
     env = dict(os.environ)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     try:
-        steps = [arg for step in HELPER_STEPS for arg in ("--step", step)]
+        steps = [arg for step in helper_steps for arg in ("--step", step)]
         # --parent: the helper ends with this process (a Ctrl-C or kill of the node must
         # not leave it compiling, or waiting for a cache entry, as an orphan); a session of
         # its own: a terminal's Ctrl-C goes to the node only, as for the service worker
@@ -155,6 +156,28 @@ def warm_control_path(rt, log=None) -> None:
              rt.stamp.copy(), 0.0)
     if was_cold:
         _log(log, f"control-path kernels ready after {time.perf_counter() - t0:.1f} s")
+
+
+# the core's public names behind the momentum observer's outputs, and the precompile steps
+# that compile them
+OBSERVER = ("MomentumObserver", "external_wrench", "CollisionDetector") + compile_steps.CONTACT_ENTRIES
+OBSERVER_STEPS = compile_steps.CONTACT_ENTRIES + (compile_steps.CONTACT_STEP,)
+
+
+def warm_observer(model, frame, log=None) -> None:
+    """Compile (in a helper process, if numba's cache lacks them: this process keeps the
+    GIL free for the control path) and run once the kernels of the momentum observer, the
+    wrench at ``frame`` and the collision detector.  Called before an observer is handed to
+    the control path."""
+    if registry.will_compile(OBSERVER):
+        t0 = time.perf_counter()
+        _log(log, "compiling the momentum observer's kernels (numba) on first use, in a helper process; "
+                  "external_torques starts when they are ready (`rbd_precompile` compiles them ahead of time)")
+        helper = _compile_elsewhere(OBSERVER_STEPS)
+        if helper is not None:
+            _wait_for(helper, lambda: False)
+        _log(log, f"observer kernels ready after {time.perf_counter() - t0:.1f} s")
+    compile_steps.warm_contact(model, frame)
 
 
 def warm_services(rt, log=None) -> None:
