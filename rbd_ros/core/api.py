@@ -28,19 +28,16 @@ argument ~50 ns, a dtype test ~40 ns per array (bench/RESULTS.md).
 """
 from __future__ import annotations
 
-import threading
 import weakref
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
-from numba import config as numba_config
-from numba import get_num_threads
 from numba.core import types as nbt
 
 from . import _numba_compat as nbc
 from .algorithms.common import BAD_FEXT, BAD_Q, BAD_QUAT, BAD_RESULT, BAD_SHAPE, BAD_V, OK, SINGULAR
 from .algorithms.crba import crba_k
+from .batch import run_batch, run_rows
 from .model import Model
 
 _F8 = np.dtype(np.float64)
@@ -274,43 +271,6 @@ def option_args(e, model, values) -> tuple:
     return args
 
 
-# ----------------------------------------------------------------------------- batches
-
-# Batches: serial row-range kernels (cached by numba, GIL released) run by Python
-# threads, one contiguous range of rows per thread; the calling thread runs the first.
-# A thread gets at least MIN_ROWS_PER_THREAD rows: below that, starting it costs more
-# than it saves.
-MIN_ROWS_PER_THREAD = 16
-_pool = None
-_pool_lock = threading.Lock()
-
-
-def _thread_pool():
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=max(1, numba_config.NUMBA_NUM_THREADS - 1),
-                                       thread_name_prefix="rbd_batch")
-        return _pool
-
-
-def run_batch(kernel, N, *args) -> None:
-    """``kernel(*args, start, stop)`` over rows 0..N-1, split over up to
-    ``numba.get_num_threads()`` threads (this one included)."""
-    nth = min(get_num_threads(), N // MIN_ROWS_PER_THREAD)
-    if nth <= 1:
-        kernel(*args, 0, N)
-        return
-    chunk = -(-N // nth)
-    pool = _thread_pool()
-    futures = [pool.submit(kernel, *args, k * chunk, min(N, (k + 1) * chunk)) for k in range(1, nth)]
-    try:
-        kernel(*args, 0, chunk)
-    finally:
-        for f in futures:
-            f.result()
-
-
 # ----------------------------------------------------------------------------- checked paths
 
 def _sizes(e, model):
@@ -352,8 +312,7 @@ def checked_call(e, model, inputs, f_ext=None, frame=_LOCAL, options=()):
     elif e.batch is not None:
         run_batch(e.batch, N, md, *arrays, *extra, out, status)
     else:
-        for n in range(N):
-            status[n] = e.kernel(md, ws, *(a[n] for a in arrays), *extra, out[n])
+        run_rows(e.kernel, md, ws, arrays, extra, out, status)
     if e.fallback is not None:
         for n in np.flatnonzero(status == SINGULAR):
             fe_n = fe[n] if fe.shape[0] == N else NO_FEXT

@@ -471,7 +471,7 @@ aba_k = aba_into
 @njit(**JIT)
 def aba_batch_k(md, Q, V, T, fext, fext_world, OUT, status, start, stop):
     """Row n of OUT = aba(Q[n], V[n], T[n], fext[n]) for start <= n < stop.
-    Serial, one workspace: ``dynamics._run_batch`` gives each thread one range (the
+    Serial, one workspace: ``batch.run_batch`` gives each thread one range (the
     kernel releases the GIL, so Python threads run the ranges in parallel; a serial
     kernel is cached by numba, a ``prange`` one would be recompiled in every process)."""
     N = Q.shape[0]

@@ -215,7 +215,7 @@ crba_k = crba_into
 @njit(**JIT)
 def crba_batch_k(md, Q, OUT, status, start, stop):
     """OUT[n] = H(Q[n]) for start <= n < stop.
-    Serial, one workspace: ``dynamics._run_batch`` gives each thread one range (the
+    Serial, one workspace: ``batch.run_batch`` gives each thread one range (the
     kernel releases the GIL, so Python threads run the ranges in parallel; a serial
     kernel is cached by numba, a ``prange`` one would be recompiled in every process)."""
     ws = np.empty(workspace_size(md))

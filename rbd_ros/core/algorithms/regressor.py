@@ -246,7 +246,7 @@ def regressor_k(md, ws, q, v, a, out):
 @njit(**JIT)
 def regressor_batch_k(md, Q, V, A, OUT, status, start, stop):
     """OUT[n] = Y(Q[n], V[n], A[n]) for start <= n < stop (serial, one workspace;
-    ``api.run_batch`` gives each thread one range)."""
+    ``batch.run_batch`` gives each thread one range)."""
     ws = np.empty(workspace_size(md))
     for n in range(start, stop):
         status[n] = regressor_into(md, ws, Q[n], V[n], A[n], OUT[n])

@@ -312,7 +312,7 @@ def bias_k(md, ws, q, v, out):
 def rnea_batch_k(md, Q, V, A, fext, fext_world, use_v, use_a, OUT, status, start, stop):
     """Row n of OUT = rnea(Q[n], V[n], A[n], fext[n]) for start <= n < stop; fext is
     (N, nb, 6) or (0, nb, 6).
-    Serial, one workspace: ``dynamics._run_batch`` gives each thread one range (the
+    Serial, one workspace: ``batch.run_batch`` gives each thread one range (the
     kernel releases the GIL, so Python threads run the ranges in parallel; a serial
     kernel is cached by numba, a ``prange`` one would be recompiled in every process)."""
     N = Q.shape[0]
