@@ -39,6 +39,15 @@ def test_compile_for_args_is_what_the_dispatcher_calls_when_nothing_matches():
         nbc.plain_arguments_only(f, ())                 # a guard on a compiled kernel
         f(np.zeros(2))
     assert len(f.signatures) == 1, WHO
+    # the guard asks ``overloads`` (a dict: one entry per compiled signature) whether
+    # anything is compiled; ``signatures`` would hash every type on each call
+    assert isinstance(f.overloads, dict) and len(f.overloads) == 1, WHO
+
+    @njit(cache=False)
+    def g(x):
+        return x
+
+    assert not g.overloads, WHO
 
 
 def test_disk_cache_index_is_readable():

@@ -90,10 +90,13 @@ def plain_arguments_only(kernel, types) -> None:
     byte-swapped array, a 2-D batch) raises :class:`NotPlain`.  So no call
     compiles a second specialisation."""
     types = tuple(types)
+    ndims = tuple(getattr(t, "ndim", None) for t in types)
 
     def accept(args):
-        if kernel.signatures:        # the plain one is compiled: these arguments are not plain
-            return False
+        if kernel.overloads:         # the plain one is compiled: these arguments are not plain
+            return False             # (.overloads: a dict; .signatures would hash every type)
+        if len(args) != len(types) or any(type(a) is np.ndarray and a.ndim != d for a, d in zip(args, ndims)):
+            return False             # (a batch: cheaper than numba's typeof)
         try:
             return len(args) == len(types) and all(typeof(a) == t for a, t in zip(args, types))
         except Exception:            # typeof: no numba type at all (numba's own error classes)
