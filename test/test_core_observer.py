@@ -640,7 +640,7 @@ def test_update_allocates_nothing(monkeypatch):
         s = shadow
         return step(s._H, s._g, s._ctv, t, q, v, tau, s.gain, s._damping, s._coulomb, s.velocity_eps,
                     s.friction, s.tau_held, s.max_gap, s.max_jump, s._st, s._q_prev, s._m, s._r, s._beta,
-                    s._tau_prev, s._p, s._b)
+                    s._tau_prev, s._p, s._b, s._scratch)
 
     _, base = _peak_over(baseline, samples)
     net, peak = _peak_over(o.update, samples)

@@ -140,6 +140,7 @@ class MomentumObserver:
         self._p = z(nv)
         self._ctv = z(nv)
         self._b = z(nv)
+        self._scratch = z((2, nv))
         self._out = self._r.view()
         self._out.setflags(write=False)
         self.status = STARTED
@@ -200,7 +201,7 @@ class MomentumObserver:
             code = _k.observer_step_k(self._H, self._g, self._ctv, t, q, v, tau, self.gain, self._damping,
                                       self._coulomb, self.velocity_eps, self.friction, self.tau_held,
                                       self.max_gap, self.max_jump, self._st, self._q_prev, self._m, self._r,
-                                      self._beta, self._tau_prev, self._p, self._b)
+                                      self._beta, self._tau_prev, self._p, self._b, self._scratch)
         status = _STATUS[code]
         self.status = status
         if code:

@@ -38,8 +38,9 @@ def _restart(t, q, tau, p, b, st, q_prev, m, r, beta, tau_prev, code):
 
 @njit(**JIT)
 def observer_step_k(H, g, ctv, t, q, v, tau, K, damping, coulomb, eps, friction, tau_held, max_gap, max_jump,
-                    st, q_prev, m, r, beta, tau_prev, p, b):
-    """One update; ``p``, ``b`` scratch (nv,) (p_k, β_k on return).  Returns a code."""
+                    st, q_prev, m, r, beta, tau_prev, p, b, scratch):
+    """One update; ``p``, ``b`` (nv,) hold p_k, β_k on return, ``scratch`` (2, nv).
+    Returns a code."""
     nv = r.shape[0]
     finite = math.isfinite(t)
     for i in range(nv):
@@ -70,26 +71,23 @@ def observer_step_k(H, g, ctv, t, q, v, tau, K, damping, coulomb, eps, friction,
         if abs(q[i] - q_prev[i]) > max_jump:
             return _restart(t, q, tau, p, b, st, q_prev, m, r, beta, tau_prev, JUMP)
     half = 0.5 * h
-    ok = True
-    for i in range(nv):
+    for i in range(nv):                 # r_k and m_k into scratch, state written once all are finite
         w = beta[i] + r[i] + b[i]
         if tau_held:
             w += tau[i] - tau_prev[i]
         mi = m[i] + half * w
         ri = K[i] * (p[i] - mi) / (1.0 + K[i] * half)
-        ok = ok and math.isfinite(ri) and math.isfinite(mi)
-        # r and m are written only once every DOF is finite (second loop)
-        tau_prev[i] = mi          # (tau_prev is rewritten below: used as scratch for m)
-        beta[i] = ri              # (likewise for r)
-    if not ok:
-        for i in range(nv):
-            r[i] = 0.0
-        st[0] = 0.0
-        return NOT_FINITE
+        mi += half * ri
+        if not (math.isfinite(ri) and math.isfinite(mi)):
+            for j in range(nv):
+                r[j] = 0.0
+            st[0] = 0.0
+            return NOT_FINITE
+        scratch[0, i] = ri
+        scratch[1, i] = mi
     for i in range(nv):
-        ri = beta[i]
-        r[i] = ri
-        m[i] = tau_prev[i] + half * ri
+        r[i] = scratch[0, i]
+        m[i] = scratch[1, i]
         beta[i] = b[i]
         tau_prev[i] = tau[i]
     for i in range(q.shape[0]):
