@@ -229,16 +229,9 @@ def test_remap_to_controller_topic(client, service_process):
         n.stop()
 
 
-def test_stream_keeps_flowing_during_10k_relay(client, node):
-    """500 Hz joint states while another process sends a 10 000-point trajectory through
-    the relay: (nearly) every input sent meanwhile is answered, in every quarter of the
-    relay.  No timing bounds (those belong to a benchmark)."""
-    rec = client.record(JointState, node.topic("gravity_torques_state"))
-    pub = client.publisher(JointState, f"/{node.ns}/joint_states")
-    q0 = np.linspace(-0.4, 0.4, 7)
-    _, got = publish_until(pub, lambda: joint_state(ARM_JOINTS, q0, np.zeros(7)), rec,
-                           timeout=20)
-    assert got is not None
+def _relay_10k_with_stream(client, node, rec, pub, q0):
+    """One run: a caller process sends a 10 000-point trajectory through the relay while
+    this process publishes joint states at 500 Hz.  Returns (result, sent, msgs)."""
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     caller = subprocess.Popen([sys.executable, os.path.abspath(__file__), node.fqn, "10000"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
@@ -256,29 +249,55 @@ def test_stream_keeps_flowing_during_10k_relay(client, node):
                                         for m in rec.snapshot()[0][-20:]), timeout=10)
     finally:
         caller.wait(30)
-    assert result["success"], result
-    assert result["points"] == 10_000 and result["max_err"] <= TOL, result
-    t0, t1 = result["t_start"], result["t_end"]
-    msgs, times = rec.snapshot()
-    answered = [sent[stamp_key(m.header.stamp)] for m in msgs
-                if stamp_key(m.header.stamp) in sent]
-    during = [t for t in answered if t0 <= t <= t1]
-    n_sent = sum(1 for t in sent.values() if t0 <= t <= t1)
-    print(f"10k-point relay {result['call_s'] * 1e3:.0f} ms; stream meanwhile: "
-          f"{len(during)}/{n_sent} answered")
+    return result, dict(sent), rec.snapshot()[0]
+
+
+def _quarters(t0, t1, sent_times, answered_times):
+    """[(inputs sent, inputs answered)] in each quarter of [t0, t1]."""
+    q = (t1 - t0) / 4
+    return [(sum(1 for t in sent_times if t0 + k * q <= t < t0 + (k + 1) * q),
+             sum(1 for t in answered_times if t0 + k * q <= t < t0 + (k + 1) * q))
+            for k in range(4)]
+
+
+def test_stream_keeps_flowing_during_10k_relay(client, node):
+    """500 Hz joint states while another process sends a 10 000-point trajectory through
+    the relay: (nearly) every input sent meanwhile is answered, in every quarter of the
+    relay.  No timing bounds (those belong to a benchmark)."""
+    rec = client.record(JointState, node.topic("gravity_torques_state"))
+    pub = client.publisher(JointState, f"/{node.ns}/joint_states")
+    q0 = np.linspace(-0.4, 0.4, 7)
+    _, got = publish_until(pub, lambda: joint_state(ARM_JOINTS, q0, np.zeros(7)), rec,
+                           timeout=20)
+    assert got is not None
+    # precondition, not the property: this process's own 500 Hz sender kept pace in every
+    # quarter of the relay.  On a saturated 2-core machine (caller, worker, node and this
+    # process) it can itself be starved for a quarter (seen in CI: 19 of ~63 sent), and
+    # then the node's depth-5 best-effort queue keeps only the newest of a burst, which
+    # says nothing about the node; measure again then.
+    for _attempt in range(3):
+        result, sent, msgs = _relay_10k_with_stream(client, node, rec, pub, q0)
+        assert result["success"], result
+        assert result["points"] == 10_000 and result["max_err"] <= TOL, result
+        t0, t1 = result["t_start"], result["t_end"]
+        answered = [sent[stamp_key(m.header.stamp)] for m in msgs
+                    if stamp_key(m.header.stamp) in sent]
+        during = [t for t in answered if t0 <= t <= t1]
+        n_sent = sum(1 for t in sent.values() if t0 <= t <= t1)
+        quarters = _quarters(t0, t1, sent.values(), during)
+        print(f"10k-point relay {result['call_s'] * 1e3:.0f} ms; stream meanwhile: "
+              f"{len(during)}/{n_sent} answered; per quarter (sent, answered) {quarters}")
+        paced = min(n for n, _ in quarters) >= 0.5 * (t1 - t0) / 4 / 0.002
+        if paced:
+            break
     assert result["call_s"] > 0.05      # real work, so the checks below mean something
-    # the test's own 500 Hz publisher kept sending (it slows down on a loaded machine)
-    assert n_sent >= 0.5 * result["call_s"] / 0.002
+    assert paced, quarters
     # best effort (sensor-data QoS, depth 5) loses inputs while the 2-core machine is
     # saturated by (de)serialising 2 MB in three processes (measured: 90-100 % answered,
     # 50 % with a soak benchmark running alongside); what must not happen is a stalled
     # quarter (a control thread blocked for the whole relay)
     assert len(during) >= 0.4 * n_sent, (len(during), n_sent)
-    quarter = (t1 - t0) / 4
-    for k in range(4):
-        lo, hi = t0 + k * quarter, t0 + (k + 1) * quarter
-        n_k = sum(1 for t in sent.values() if lo <= t < hi)
-        got_k = sum(1 for t in during if lo <= t < hi)
+    for k, (n_k, got_k) in enumerate(quarters):
         assert got_k >= 0.2 * n_k, (k, got_k, n_k)
 
 
