@@ -474,7 +474,7 @@ def test_armature_parameter_adds_to_the_inertia_matrix(client, arm):
         def h_is(H):
             first_answer(pub, grec, q)   # keeps the outputs flowing
             return close(array_of(rec.latest()).reshape(7, 7), H[np.ix_(perm, perm)])
-        assert wait_for(lambda: h_is(H2), timeout=10)
+        assert wait_for(lambda: h_is(H2), timeout=30)
     finally:
         node.stop()
 
