@@ -65,15 +65,19 @@ class Responder:
         now = time.monotonic()
         q = np.asarray(msg.position)
         v = np.asarray(msg.velocity)
+        # the command is published under the lock, so that once set_law(None) returns no
+        # command is on its way from this callback (CI once saw one published after it:
+        # the callback had read the old law, then the process stalled)
         with self.lock:
             self.states.append((now, q, v, np.asarray(msg.effort), list(msg.name),
                                 msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec))
-            law = self.law
-        if law is not None:
-            self.pub.publish(Float64MultiArray(data=[float(x) for x in law(q, v)]))
-            self.last_sent = time.time()
+            if self.law is not None:
+                self.pub.publish(Float64MultiArray(data=[float(x) for x in self.law(q, v)]))
+                self.last_sent = time.time()
 
     def set_law(self, law):
+        """From now on answer with ``law`` (None: send nothing); returns after any command
+        of the previous law has been published."""
         with self.lock:
             self.law = law
 
@@ -496,3 +500,34 @@ def test_wrench_schedule_steps():
     ws.request("link5", (0, 0, 0), (0, 0, 0), 1.0)            # a zero wrench ends it
     assert ws.before_step(d) == END and not d.xfrc_applied.any() and ws.active is None
     assert ws.applied == 3
+
+
+def test_a_command_is_as_old_as_its_arrival():
+    """The driver ages a command from its arrival in the middleware (MessageInfo's
+    received_timestamp), so one that waited in the driver's queue is not fresh.  Called
+    in process on a driver that is built but not running."""
+    import rclpy
+    from rclpy.context import Context
+
+    from rbd_ros.sim.driver import SimDriver
+    ctx = Context()
+    rclpy.init(context=ctx, args=["x"])
+    try:
+        drv = SimDriver(context=ctx, node_name=f"age_{unique_ns('x')}",
+                        cli_args=["--ros-args", "-p", "urdf_file:=rbd_arm7"])
+        try:
+            msg = Float64MultiArray(data=[1.0] * 7)
+            t = time.monotonic()
+            drv._on_command(msg, {"received_timestamp": time.time_ns() - 400_000_000})
+            assert drv._cmd is not None and np.all(drv._cmd[0] == 1.0)
+            assert t - 0.41 < drv._cmd[1] < t - 0.39   # 0.4 s old, not now
+            t = time.monotonic()
+            drv._on_command(msg, {"received_timestamp": time.time_ns()})   # just arrived
+            assert abs(drv._cmd[1] - t) < 0.01
+            # a receive time from the future (a wall-clock step back) counts as now
+            drv._on_command(msg, {"received_timestamp": time.time_ns() + 10**12})
+            assert abs(drv._cmd[1] - time.monotonic()) < 0.01
+        finally:
+            drv.destroy()
+    finally:
+        rclpy.shutdown(context=ctx)

@@ -15,7 +15,8 @@ and
 * subscribes to ``effort_command`` (std_msgs/Float64MultiArray in ``joints``
   order, reliable depth 10: the shape forward_command_controller's
   ``~/commands`` takes) and applies the latest one through ``qfrc_applied``;
-  zero effort once the latest command is older than ``command_timeout``;
+  zero effort once the latest command is older than ``command_timeout``
+  (its age counted from its arrival in the middleware, not from its callback);
   a command of the wrong length or with NaN/inf is dropped (throttled warning,
   counted in ``/diagnostics``);
 * if MuJoCo finds a non-finite or huge acceleration (e.g. a command of
@@ -206,8 +207,14 @@ class SimDriver:
             f"every {self.publish_every} step(s)")
 
     # ------------------------------------------------------------ commands
-    def _on_command(self, msg):
+    def _on_command(self, msg, info):
+        """A command is as old as its arrival in the middleware (``info``'s
+        received_timestamp, system clock), not its turn in this executor: a command that
+        waited in the queue while this thread was starved must not count as fresh."""
         now = time.monotonic()
+        if info.get("received_timestamp"):
+            waited = (time.time_ns() - info["received_timestamp"]) * 1e-9
+            now -= min(max(waited, 0.0), 3600.0)   # a wall-clock jump: at most "very old"
         data = np.asarray(msg.data, dtype=np.float64)
         reason = None
         if data.shape != (len(self.joints),):
