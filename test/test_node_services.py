@@ -362,13 +362,18 @@ def test_stream_keeps_flowing_during_10k_trajectory(client, qos, request):
             break
     assert result["call_s"] > 0.05  # the query was real work, so the checks mean something
     assert n_sent >= 0.8 * result["call_s"] / 0.002
-    assert len(pairs) >= 0.95 * n_sent, (len(pairs), n_sent)
+    # reliable: nearly every input.  Best effort (depth 5) drops the older of a burst
+    # whenever the node is descheduled for 10 ms, and this 2-core machine runs four busy
+    # processes during the call (measured 88-99 % answered, CI 95 %); a control thread
+    # blocked for the call (or a quarter) would answer ~5 inputs, so these bars still tell
+    reliable = qos == "reliable"
+    assert len(pairs) >= (0.95 if reliable else 0.75) * n_sent, (len(pairs), n_sent)
     quarter = (t1 - t0) / 4
     for k in range(4):
         lo, hi = t0 + k * quarter, t0 + (k + 1) * quarter
         n_k = sum(1 for t in sent.values() if lo <= t < hi)
         got_k = sum(1 for ts, _ in pairs if lo <= ts < hi)
-        assert got_k >= 0.5 * n_k, (k, got_k, n_k)  # not stalled for a quarter
+        assert got_k >= (0.5 if reliable else 0.3) * n_k, (k, got_k, n_k)  # not stalled
 
 
 @pytest.mark.perf
