@@ -213,18 +213,31 @@ class Client:
         pub.publish(String(data=urdf_text))
         return pub
 
-    def call(self, srv_type, name, request, timeout=30.0):
+    def call(self, srv_type, name, request, timeout=30.0, resend_after=3.0):
+        """The response to ``request`` (TimeoutError after ``timeout`` s).
+
+        A new client can lose its first response: wait_for_service sees the server, but
+        the server may not have discovered this client's response reader yet, and Fast
+        DDS gives it 100 ms ("failed to send response (timeout)" in the server's log;
+        seen in CI on a loaded machine).  So the request is sent again, on the same
+        client, every ``resend_after`` s without a response, and the first response
+        wins.  Every service here is idempotent for a repeated request."""
         cli = self.node.create_client(srv_type, name)
         try:
             if not cli.wait_for_service(timeout_sec=timeout):
                 raise TimeoutError(f"service {name} not available")
-            fut = cli.call_async(request)
             t_end = time.monotonic() + timeout
-            while not fut.done():
-                if time.monotonic() > t_end:
-                    raise TimeoutError(f"no response from {name}")
-                time.sleep(0.002)
-            return fut.result()
+            futs = []
+            while True:
+                futs.append(cli.call_async(request))
+                t_resend = time.monotonic() + resend_after
+                while time.monotonic() < min(t_resend, t_end):
+                    done = next((f for f in futs if f.done()), None)
+                    if done is not None:
+                        return done.result()
+                    time.sleep(0.002)
+                if time.monotonic() >= t_end:
+                    raise TimeoutError(f"no response from {name} ({len(futs)} requests)")
         finally:
             self.node.destroy_client(cli)
 
