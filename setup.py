@@ -37,8 +37,8 @@ ROS_BUILD_WHEELS = [
 
 # Inertial identification: least squares and signal filters (scipy), rosbag2
 # reading without ROS (rosbags), the CLI's progress bar (tqdm), BLAS on one thread for its
-# small matrices (threadpoolctl).  Optional: the
-# core imports them inside the functions that need them.
+# small matrices (threadpoolctl).  Optional (scipy itself is required, see
+# install_requires): the core imports them inside the functions that need them.
 IDENT = ["scipy==1.17.1", "rosbags==0.11.9", "tqdm==4.70.1", "threadpoolctl==3.6.0"]
 
 
@@ -61,7 +61,9 @@ setup(
         (os.path.join("share", package_name, "urdf"), glob("rbd_ros/robots/*.urdf")),
     ],
     python_requires=">=3.10",
-    install_requires=["numpy>=1.26", "numba>=0.62,<0.69", "urdf-parser-py>=0.0.4"],
+    # scipy: numba's np.linalg (LAPACK, in the compiled least squares of
+    # core/algorithms/contact.py) calls scipy's LAPACK bindings
+    install_requires=["numpy>=1.26", "numba>=0.62,<0.69", "scipy>=1.11", "urdf-parser-py>=0.0.4"],
     extras_require={
         "test": ["pytest>=7", "pin==4.1.0", "example-robot-data==6.0.0", "mujoco==4.0.0", "hypothesis>=6.100",
                  "matplotlib==3.11.2", "ruff==0.17.6", "import-linter==2.17"] + IDENT,

@@ -50,7 +50,7 @@ def _caller_main(fqn, npts):
     from trajectory_msgs.msg import JointTrajectory
 
     import rbd_ros.core as rbd
-    from rbd_ros.node.names import QOS_OUTPUT
+    from rbd_ros.node.qos import QOS_OUTPUT
     Q, V, A = random_states(50, npts)
     traj = make_trajectory(ARM_JOINTS, Q, V, A)
     rclpy.init()
@@ -125,7 +125,7 @@ class RelayIO:
     def __init__(self, client, in_topic, out_topic):
         from trajectory_msgs.msg import JointTrajectory
 
-        from rbd_ros.node.names import QOS_OUTPUT
+        from rbd_ros.node.qos import QOS_OUTPUT
         self.rec = client.record(JointTrajectory, out_topic, QOS_OUTPUT)
         self.pub = client.publisher(JointTrajectory, in_topic, QOS_OUTPUT)
 

@@ -54,8 +54,8 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from rbd_ros.node.names import QOS_DESIRED
 from rbd_ros.node.params import parameter_value
+from rbd_ros.node.qos import QOS_DESIRED
 
 ROBOT = "rbd_arm7"
 JOINTS = [f"joint{i}" for i in range(1, 8)]

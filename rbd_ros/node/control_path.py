@@ -22,7 +22,7 @@ from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
-from rbd_ros.node import names, terms
+from rbd_ros.node import qos, terms
 from rbd_ros.node.control_step import ControlStep
 
 # A new subscriber to an output gets data within this time (counts are cached).
@@ -136,7 +136,7 @@ class ControlPath:
         self.log = log
         self.context = node.context  # ok() False once shutting down
         self.outputs = tuple(outputs)
-        self.publishers = [node.create_publisher(MESSAGE_TYPES[o.kind], o.topic, names.QOS_OUTPUT)
+        self.publishers = [node.create_publisher(MESSAGE_TYPES[o.kind], o.topic, qos.QOS_OUTPUT)
                            for o in self.outputs]
         self.by_term = {}
         for i, o in enumerate(self.outputs):

@@ -52,7 +52,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from rbd_ros.node import diagnostics, names, param_table, params, payload_estimation
+from rbd_ros.node import diagnostics, names, param_table, params, payload_estimation, qos
 from rbd_ros.node import payload as pl
 from rbd_ros.node.control_path import ControlPath
 from rbd_ros.node.heap import freeze_heap
@@ -121,7 +121,7 @@ class DynamicsNode:
             self.log.info("no model from parameters: waiting for the "
                           f"{n.resolve_topic_name(names.TOPIC_DESCRIPTION)} topic")
         self.sub_description = n.create_subscription(
-            String, names.TOPIC_DESCRIPTION, self._on_description, names.QOS_DESCRIPTION)
+            String, names.TOPIC_DESCRIPTION, self._on_description, qos.QOS_DESCRIPTION)
 
         self._create_services(p)
         self._create_payload_service()
@@ -137,13 +137,13 @@ class DynamicsNode:
         self.control = Node(n.get_name() + "_control", namespace=n.get_namespace(),
                             context=context, use_global_arguments=False,
                             start_parameter_services=False)
-        qos = names.QOS_JOINT_STATES_RELIABLE if p.joint_states_reliable \
+        js_qos = qos.QOS_JOINT_STATES_RELIABLE if p.joint_states_reliable \
             else qos_profile_sensor_data
         self.sub_js = self.control.create_subscription(
-            JointState, js_topic, self.control_path.on_joint_state, qos)
+            JointState, js_topic, self.control_path.on_joint_state, js_qos)
         self.sub_desired = self.control.create_subscription(
             JointTrajectory, n.resolve_topic_name(names.TOPIC_DESIRED),
-            self.control_path.on_desired, names.QOS_DESIRED)
+            self.control_path.on_desired, qos.QOS_DESIRED)
         self.log.info(
             f"listening on {js_topic} ({'reliable' if p.joint_states_reliable else 'best effort'})"
             f", publishing {n.resolve_topic_name(names.TOPIC_GRAVITY)} and friends")
@@ -205,7 +205,7 @@ class DynamicsNode:
             # created once a model exists: a latched payload is then delivered to a
             # model that can check its link
             self.sub_payload = self.node.create_subscription(
-                InertiaStamped, names.TOPIC_PAYLOAD, self._on_payload, names.QOS_PAYLOAD)
+                InertiaStamped, names.TOPIC_PAYLOAD, self._on_payload, qos.QOS_PAYLOAD)
         if self.worker is not None:
             self.worker.send_model(self.models.source[0], rt.source, rt.options)
         self.log.info(text)

@@ -1,8 +1,8 @@
-"""Names and QoS of everything the node exposes (one place; relative names resolve
-against the node: ``~/`` = ``/<namespace>/<node name>/``)."""
+"""Names of everything the node exposes (one place; relative names resolve against
+the node: ``~/`` = ``/<namespace>/<node name>/``).  Plain strings: importing this
+module needs no ROS (the ROS-free control step, ``terms.py``, uses it); the QoS
+profiles are in ``qos.py``."""
 from __future__ import annotations
-
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 DEFAULT_NAME = "rbd_dynamics"
 
@@ -38,21 +38,3 @@ SRV_ESTIMATE_PAYLOAD = "~/estimate_payload"     # rbd_ros_interfaces/srv/Estimat
 # trajectory relay (relay.py; runs where the services run)
 TOPIC_TRAJECTORY_IN = "~/trajectory_in"
 TOPIC_TRAJECTORY_OUT = "~/trajectory_out"
-
-QOS_DESCRIPTION = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
-                             reliability=ReliabilityPolicy.RELIABLE,
-                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
-QOS_JOINT_STATES_RELIABLE = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST,
-                                       reliability=ReliabilityPolicy.RELIABLE,
-                                       durability=DurabilityPolicy.VOLATILE)
-QOS_OUTPUT = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST,
-                        reliability=ReliabilityPolicy.RELIABLE,
-                        durability=DurabilityPolicy.VOLATILE)
-# ~/payload: reliable + transient local, so a gripper driver can latch what it holds
-QOS_PAYLOAD = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST,
-                         reliability=ReliabilityPolicy.RELIABLE,
-                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
-# desired states: reliable (a dropped one is counted, not lost silently), latest 10
-QOS_DESIRED = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST,
-                         reliability=ReliabilityPolicy.RELIABLE,
-                         durability=DurabilityPolicy.VOLATILE)

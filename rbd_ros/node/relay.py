@@ -24,7 +24,7 @@ missing joints, NaN, wrong lengths, no model yet).
 """
 from __future__ import annotations
 
-from rbd_ros.node.names import QOS_OUTPUT
+from rbd_ros.node.qos import QOS_OUTPUT
 from rbd_ros.node.services import inverse_dynamics_trajectory
 
 
