@@ -52,7 +52,11 @@ def run_part(part: int, jobs: int, quiet: bool, only=None) -> None:
         c, t = _cpu(), time.perf_counter()
         fn()
         if not quiet:
-            print(f"  {name:26s} {time.perf_counter() - t:6.1f} s ({_cpu() - c:5.1f} s CPU)", flush=True)
+            # one write per line: the two processes share stdout, and print() writes the
+            # text and its newline separately when stdout is unbuffered (PYTHONUNBUFFERED)
+            sys.stdout.write(f"  {name:26s} {time.perf_counter() - t:6.1f} s "
+                             f"({_cpu() - c:5.1f} s CPU)\n")
+            sys.stdout.flush()
 
 
 INTERRUPTED = 130  # exit status after SIGINT (128 + 2, as a shell reports it)
