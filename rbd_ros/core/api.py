@@ -445,9 +445,6 @@ def build(algorithms, other_kernels=()) -> dict:
             nbc.behaved_inputs(k)
             guarded.add(k)
     for e in algorithms:
-        if e.public is not None:
-            fns[e.name] = e.public
-            continue
         public, into = make_public(e)
         fns[e.name], fns[e.name + "_into"] = (e.wrap(public) if e.wrap else public), into
     return fns

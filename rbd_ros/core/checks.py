@@ -33,7 +33,7 @@ def real_array(x, name: str, expected: str) -> np.ndarray:
         arr = np.asarray(x)
     except (TypeError, ValueError):
         raise ValueError(f"{name}: expected {expected}, got {_describe(x)}") from None
-    if arr.dtype.kind not in "iuf" or (arr.dtype.kind == "O"):
+    if arr.dtype.kind not in "iuf":
         raise ValueError(f"{name}: expected {expected} as real numbers, got {_describe(x)}")
     return np.array(arr, dtype=np.float64)
 

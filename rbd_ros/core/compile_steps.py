@@ -45,10 +45,7 @@ _URDF = """<robot name="precompile">
 def warm(e, model) -> None:
     """Run registry entry ``e``'s kernels once on ``model`` (compiling them): its public
     function on one state and on a batch of two, its ``_into`` form, with f_ext in both
-    frames where it takes one; an entry's own ``warm`` instead where it has one."""
-    if e.warm is not None:
-        e.warm(model)
-        return
+    frames where it takes one."""
     one = {"q": model.neutral()}
     args = [one.get(name, np.zeros(model.nv)) for name in e.inputs]
     batch = [np.tile(x, (2, 1)) for x in args]

@@ -54,11 +54,14 @@ import numpy as np
 from . import inertial as ine
 from .api import not_model
 from .regression import (
+    NormalEquations,
     base_parameters,
     condition_number,
     dof_names,
+    joint_sigma,
     normal_equations,
     parameter_names,
+    sigma_floor,
     single_threaded_blas,
 )
 
@@ -196,8 +199,7 @@ def _noise(ne_terms, weights):
     Gw, bw = np.einsum("j,jkl->kl", weights, G), weights @ b
     ridge = 1e-12 * np.trace(Gw) / max(len(Gw), 1)
     x = np.linalg.solve(Gw + ridge * np.eye(len(Gw)), bw)
-    sse = np.maximum(c - 2 * b @ x + np.einsum("k,jkl,l->j", x, G, x), 0.0)
-    return np.sqrt(sse / np.maximum(n, 1))
+    return NormalEquations(G, b, c, n).rms(x)
 
 
 def data_residual(Gw, bw, n_rows):
@@ -283,12 +285,9 @@ def identify(model, q, v, a, tau, *, friction=True, armature=True, prior_weight=
     rms_tau = np.sqrt(cc / np.maximum(ne.n, 1))
     if joint_noise is None:
         w0 = 1.0 / np.where(rms_tau > 0, rms_tau, 1.0) ** 2
-        sigma = _noise((Gb, bb, cc, ne.n), w0)
-        sigma = np.maximum(sigma, np.maximum(1e-6 * rms_tau, 1e-12))
+        sigma = sigma_floor(_noise((Gb, bb, cc, ne.n), w0), rms_tau)
     else:
-        sigma = np.array(joint_noise, dtype=float).reshape(-1)
-        if sigma.shape != (nv,) or not np.all(np.isfinite(sigma) & (sigma > 0)):
-            raise ValueError(f"joint_noise: expected {nv} finite numbers > 0 (N m or N), got {joint_noise!r}")
+        sigma = joint_sigma(joint_noise, nv)
     w = 1.0 / sigma ** 2
     Gw, bw, n_rows = np.einsum("j,jkl->kl", w, Gb), w @ bb, float(np.sum(ne.n))
     cond = condition_number(Gw)

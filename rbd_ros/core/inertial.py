@@ -35,6 +35,8 @@ import dataclasses
 
 import numpy as np
 
+from .spatial import inertia_about_origin
+
 N_PARAMS = 10
 PARAM_NAMES = ("m", "mcx", "mcy", "mcz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
 _IBAR_INDEX = np.array([[4, 5, 7], [5, 6, 8], [7, 8, 9]])      # Ī[r, c] = pi[_IBAR_INDEX[r, c]]
@@ -76,9 +78,8 @@ def from_pseudo_inertia(J):
 def from_com(mass, com, Ic):
     """10-vector of a body with mass m, centre of mass ``com`` and rotational
     inertia ``Ic`` (3x3) about the centre of mass, all in the frame of pi."""
-    c = np.asarray(com, dtype=float)
-    Ibar = np.asarray(Ic, dtype=float) + mass * (c @ c * np.eye(3) - np.outer(c, c))
-    return np.array([mass, *(mass * c), Ibar[0, 0], Ibar[0, 1], Ibar[1, 1], Ibar[0, 2], Ibar[1, 2], Ibar[2, 2]])
+    m, h, Ibar = inertia_about_origin(mass, com, Ic)
+    return np.array([m, *h, Ibar[0, 0], Ibar[0, 1], Ibar[1, 1], Ibar[0, 2], Ibar[1, 2], Ibar[2, 2]])
 
 
 def to_com(pi):

@@ -121,7 +121,6 @@ class MomentumObserver:
         self.velocity_eps = self._positive(velocity_eps, "velocity_eps", "rad/s")
         self.max_gap = self._positive(max_gap, "max_gap", "s")
         self.max_jump = self._positive(max_jump, "max_jump", "rad or m")
-        self._nq, self._nv = nq, nv
         self._sq, self._sv = (nq,), (nv,)
         self._dofs = dof_indices(model)
         self._damping = np.array(model.damping, dtype=float)

@@ -38,7 +38,16 @@ from .identification import (
     coulomb_mask,
     data_residual,
 )
-from .regression import CHUNK, condition_number, dof_names, regressor_rows, single_threaded_blas
+from .regression import (
+    CHUNK,
+    NormalEquations,
+    condition_number,
+    dof_names,
+    joint_sigma,
+    regressor_rows,
+    sigma_floor,
+    single_threaded_blas,
+)
 
 
 @dataclass
@@ -131,18 +140,12 @@ def identify_payload(model, link, q, v, a, tau, *, velocity_eps=DEFAULT_VELOCITY
         Gw = np.einsum("j,jkl->kl", weights, G)
         return Gw, np.linalg.lstsq(Gw, weights @ b, rcond=1e-14)[0]
 
-    def sse(x):
-        return np.maximum(c - 2 * b @ x + np.einsum("k,jkl,l->j", x, G, x), 0.0)
-
+    ne = NormalEquations(G, b, c, n)
     if joint_noise is None:
         _, x0 = solve(feel.astype(float))
-        sigma = np.sqrt(sse(x0) / np.maximum(n, 1))
-        rms_c = np.sqrt(c / np.maximum(n, 1))
-        sigma = np.maximum(sigma, np.maximum(1e-6 * rms_c, 1e-12))
+        sigma = sigma_floor(ne.rms(x0), np.sqrt(c / np.maximum(n, 1)))
     else:
-        sigma = np.array(joint_noise, dtype=float).reshape(-1)
-        if sigma.shape != (nv,) or not np.all(np.isfinite(sigma) & (sigma > 0)):
-            raise ValueError(f"joint_noise: expected {nv} finite numbers > 0 (N m or N), got {joint_noise!r}")
+        sigma = joint_sigma(joint_noise, nv)
     w = np.where(feel, 1.0 / sigma ** 2, 0.0)
     Gw, x = solve(w)
     cond = condition_number(Gw)
@@ -175,5 +178,5 @@ def identify_payload(model, link, q, v, a, tau, *, velocity_eps=DEFAULT_VELOCITY
     m, com, Ic = ine.to_com(x)
     return PayloadEstimate(link=link, mass=m, com=com, inertia=Ic, parameters=x, covariance=cov,
                            mass_std=float(std[0]), com_std=std[1:4], inertia_std=std[4:], dof_names=dof_names(model),
-                           rms_before=np.sqrt(c / np.maximum(n, 1)), rms_after=np.sqrt(sse(x) / np.maximum(n, 1)),
+                           rms_before=np.sqrt(c / np.maximum(n, 1)), rms_after=ne.rms(x),
                            joint_noise=sigma, condition_number=cond, projected=projected, n_samples=N)

@@ -48,13 +48,10 @@ from .algorithms import ltdl as _ltdl
 from .algorithms import observer as _observer
 from .algorithms import regressor as _reg
 from .algorithms import rnea as _rnea
-from .api import FRAME, REFERENCE
+from .api import FRAME, NO_FEXT, NO_FEXT3, REFERENCE
 from .reference import coriolis as _ref_coriolis
 from .reference import frames as _ref_frames
 from .reference import regressor as _ref_regressor
-
-_NO_FEXT = np.zeros((0, 6))
-_NO_FEXT3 = np.zeros((0, 0, 6))
 
 
 @dataclass(frozen=True)
@@ -75,9 +72,7 @@ class Algorithm:
     fallback: object = None        # where the kernel returns SINGULAR
     third: str = "a"               # the argument a BAD_A status names
     group: int = 0                 # rbd_precompile: process 0 or 1
-    public: object = None          # a hand-written public function instead of the generated one
     wrap: object = None            # wrap(generated public function) -> the public function (extra keywords)
-    warm: object = None            # warm(model): run every kernel once (default: the public function)
     kernels: tuple = field(default=())  # every dispatcher the entry compiles (default: kernel, batch, ...)
 
     def out_shape(self, model) -> tuple:
@@ -121,11 +116,11 @@ def _rnea_batch(md, Q, V, A, FE, world, OUT, status, start, stop):
 
 
 def _gravity_batch(md, Q, OUT, status, start, stop):
-    _rnea.rnea_batch_k(md, Q, Q, Q, _NO_FEXT3, False, False, False, OUT, status, start, stop)
+    _rnea.rnea_batch_k(md, Q, Q, Q, NO_FEXT3, False, False, False, OUT, status, start, stop)
 
 
 def _bias_batch(md, Q, V, OUT, status, start, stop):
-    _rnea.rnea_batch_k(md, Q, V, V, _NO_FEXT3, False, True, False, OUT, status, start, stop)
+    _rnea.rnea_batch_k(md, Q, V, V, NO_FEXT3, False, True, False, OUT, status, start, stop)
 
 
 def _joint_columns(regressor):
@@ -189,7 +184,7 @@ ALGORITHMS = [
         doc="Joint-space inertia matrix H(q) (symmetric, full), CRBA."),
     Algorithm(
         name="forward_dynamics", inputs=("q", "v", "tau"), out=("nv",), third="tau",
-        kernel=_fd.forward_dynamics_k, fast_extra=(_NO_FEXT, False), fext=True,
+        kernel=_fd.forward_dynamics_k, fast_extra=(NO_FEXT, False), fext=True,
         fext_kernel=_fd.forward_dynamics_k, batch=_fd.forward_dynamics_batch_k, group=1,
         twin=ref.forward_dynamics, regions=("rnea", "world", "ic", "crba", "mat"),
         doc="""Joint accelerations qdd = H^-1 (tau - b(q, v, f_ext)) via CRBA and the
@@ -198,7 +193,7 @@ ALGORITHMS = [
         ValueError."""),
     Algorithm(
         name="aba", inputs=("q", "v", "tau"), out=("nv",), third="tau",
-        kernel=_aba.aba_k, fast_extra=(_NO_FEXT, False), fext=True, fext_kernel=_aba.aba_k,
+        kernel=_aba.aba_k, fast_extra=(NO_FEXT, False), fext=True, fext_kernel=_aba.aba_k,
         batch=_aba.aba_batch_k, fallback=_fd.forward_dynamics_k, group=1, twin=ref.aba,
         regions=("rnea", "world", "aba", "vec", "y", "k"),
         doc="""Joint accelerations by the articulated-body algorithm (same result as

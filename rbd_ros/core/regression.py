@@ -83,12 +83,26 @@ class NormalEquations:
 
     def sse(self, pi):
         """(nv,) sum of squared errors per joint of the parameter vector pi."""
-        return np.maximum(self.c - 2.0 * self.b @ pi + np.einsum("jk,jkl,l->j", np.broadcast_to(pi, self.b.shape),
-                                                                  self.G, pi), 0.0)
+        return np.maximum(self.c - 2.0 * self.b @ pi + np.einsum("k,jkl,l->j", pi, self.G, pi), 0.0)
 
     def rms(self, pi):
         """(nv,) RMS error per joint of pi over the used rows."""
         return np.sqrt(self.sse(pi) / np.maximum(self.n, 1))
+
+
+def joint_sigma(joint_noise, nv):
+    """``joint_noise`` as the (nv,) noise σ per joint (ValueError naming it unless nv
+    finite numbers > 0)."""
+    sigma = np.array(joint_noise, dtype=float).reshape(-1)
+    if sigma.shape != (nv,) or not np.all(np.isfinite(sigma) & (sigma > 0)):
+        raise ValueError(f"joint_noise: expected {nv} finite numbers > 0 (N m or N), got {joint_noise!r}")
+    return sigma
+
+
+def sigma_floor(sigma, rms_tau):
+    """σ per joint, at least 1e-6 of the joint's torque RMS and 1e-12 (an exact fit must
+    not weigh a joint infinitely)."""
+    return np.maximum(sigma, np.maximum(1e-6 * rms_tau, 1e-12))
 
 
 def normal_equations(model, Q, V, A, tau, velocity_eps, mask=None, progress=None):

@@ -39,7 +39,6 @@ from .spatial import inertia, quat_to_matrix
 from .tree import a_grav, bodies
 
 N_PARAMS = 10
-PARAM_NAMES = ("m", "mcx", "mcy", "mcz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
 
 
 def spatial_inertia(p):
