@@ -398,6 +398,9 @@ def test_joints_subset_with_new_gains_and_a_model_that_no_longer_fits(rig):
                     "value or 6" in n.log(), timeout=5), n.log()[-3000:]
     d = rig.diagnostics(lambda d: "command_error" in d)
     assert "kp: expected one value or 6" in d["command_error"]
+    # ... and the diagnostics' last error, as every error the node reports
+    assert rig.diagnostics(lambda d: "kp: expected one value or 6" in d.get("last_error", "")), \
+        diagnostics_of(rig.diag, rig.node.fqn)
     count = rig.cmd_state.count()
     sent, got = publish_until(rig.js, lambda: joint_state(six, q[:6], v[:6]), gs, timeout=20)
     assert got is not None and rig.cmd_state.count() == count   # torques yes, command no

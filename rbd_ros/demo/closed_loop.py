@@ -102,6 +102,38 @@ def _stamp(msg) -> float:
     return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
 
 
+
+def call_service(node, srv_type, name: str, request, timeout=10.0, resend_after=3.0):
+    """The response of service ``name`` to ``request``, through a client on ``node`` (whose
+    executor spins elsewhere); TimeoutError after ``timeout`` s.
+
+    A new client can lose its first response: wait_for_service sees the server, but the
+    server may not have discovered this client's response reader yet, and Fast DDS gives
+    it 100 ms ("failed to send response (timeout)" in the server's log; seen in CI on a
+    loaded machine).  So the request is sent again, on the same client, every
+    ``resend_after`` s without a response, and the first response wins: only for
+    services that a repeated request leaves as one request would (every one called
+    here and in the tests)."""
+    cli = node.create_client(srv_type, name)
+    try:
+        if not cli.wait_for_service(timeout_sec=timeout):
+            raise TimeoutError(f"service {name} not available")
+        t_end = time.monotonic() + timeout
+        futs = []
+        while True:
+            futs.append(cli.call_async(request))
+            t_resend = time.monotonic() + resend_after
+            while time.monotonic() < min(t_resend, t_end):
+                done = next((f for f in futs if f.done()), None)
+                if done is not None:
+                    return done.result()
+                time.sleep(0.002)
+            if time.monotonic() >= t_end:
+                raise TimeoutError(f"no response from {name} ({len(futs)} requests)")
+    finally:
+        node.destroy_client(cli)
+
+
 class ClosedLoop:
     """The node and the sim driver in subprocesses under namespace ``/ns``, and an rclpy
     node here (own context, spun in a thread) that records ``joint_states`` (and
@@ -346,19 +378,7 @@ class ClosedLoop:
         and return the response; TimeoutError if it does not answer within ``timeout`` s."""
         if name.startswith("~/"):
             name = f"{self.fqn}/{name[2:]}"
-        cli = self.node.create_client(srv_type, name)
-        try:
-            if not cli.wait_for_service(timeout_sec=timeout):
-                raise TimeoutError(f"{name} not available")
-            fut = cli.call_async(request)
-            t_end = time.monotonic() + timeout
-            while not fut.done():
-                if time.monotonic() > t_end:
-                    raise TimeoutError(f"{name}: no answer")
-                time.sleep(0.002)
-            return fut.result()
-        finally:
-            self.node.destroy_client(cli)
+        return call_service(self.node, srv_type, name, request, timeout)
 
     def record(self, topic: str, msg_type, convert=None, latched=False) -> list:
         """Record ``topic`` (``~/x``: the node's ``x``; ``sim/x``: the driver's) from now on:

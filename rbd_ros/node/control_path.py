@@ -69,6 +69,9 @@ def _attach(out: Output, msg, rt) -> bool:
     if out.kind in (terms.ARRAY, terms.MATRIX):
         msg.data = buf
         return msg.data is buf
+    if out.kind == terms.COLLISION:
+        msg.ratios = buf
+        return msg.ratios is buf
     return True
 
 
@@ -83,9 +86,6 @@ def make_message(out: Output, rt):
                           MultiArrayDimension(label="cols", size=n, stride=n)]
     elif out.kind == terms.ARRAY:
         msg.layout.dim = [MultiArrayDimension(label="joints", size=n, stride=n)]
-    elif out.kind == terms.WRENCH:
-        settings = rt.observer_settings
-        msg.header.frame_id = settings.frame if settings is not None else ""
     elif out.kind == terms.COLLISION:
         msg.joint_names = list(rt.out_names)
     return msg
@@ -103,7 +103,6 @@ def _fill(out: Output, msg, rt, stamp) -> None:
     elif out.kind == terms.COLLISION:
         st = rt.collision_state
         msg.detected = bool(st.detected)
-        msg.ratios = rt.buffer("collision")
         msg.worst_joint = rt.out_names[st.worst]
         msg.worst_ratio = float(st.ratios[st.worst])
         msg.distal_joint = rt.out_names[st.distal] if st.distal >= 0 else ""

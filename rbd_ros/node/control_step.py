@@ -139,14 +139,14 @@ class ControlStep:
                                            tau_held=True)
 
     def _set_error(self, what, text):
-        if what == "command":
-            if text != self.command_error:
-                self.log.error(text)
-            self.command_error = text
-        else:
-            if text != self.observer_error:
-                self.log.error(text)
-            self.observer_error = text
+        """``what`` ("command" or "observer") is off because of ``text``: logged when it is
+        new, kept in ``<what>_error`` and handed to ``on_error`` (the diagnostics' last
+        error)."""
+        if text != getattr(self, what + "_error"):
+            self.log.error(text)
+        setattr(self, what + "_error", text)
+        if self.on_error is not None:
+            self.on_error(text)
 
     def set_live(self, js_keys, desired_keys) -> None:
         """The terms someone subscribes to (the ROS side reads the counts)."""
@@ -327,7 +327,7 @@ class ControlStep:
             return False
         self.observer_waiting = ""
         np.copyto(rt.tau_ext, est)
-        rt.arrays["tau_ext"][:] = est[rt.out_v]
+        np.take(est, rt.out_v, out=rt.arrays["tau_ext"])
         self._estimated = True
         return True
 

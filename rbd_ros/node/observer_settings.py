@@ -16,7 +16,6 @@ class ObserverSettings:
     """The observer parameters checked against one Robot (ValueError naming the parameter)."""
 
     def __init__(self, params, rt):
-        self.on = bool(params.observer)
         self.gain = float(params.observer_gain)
         if not (math.isfinite(self.gain) and self.gain > 0):
             raise ValueError(f"observer_gain: expected a finite number > 0 (1/s), got {params.observer_gain!r}")

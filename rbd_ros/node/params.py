@@ -3,7 +3,8 @@ made from the table of ``param_table.py``.
 
 ``declare(node)`` declares every parameter; ``read(node)`` returns a ``Params``;
 ``Params.updated(changes)`` is the snapshot a set-parameters request would give (the
-on-set callback checks it, ``Params.error()``, and builds from it before accepting).
+on-set callback checks each changed value with ``param_table.check`` and builds from
+the snapshot before accepting).
 """
 from __future__ import annotations
 
@@ -72,15 +73,6 @@ class _Derived:
         """(URDF text, where it came from) from robot_description or urdf_file, or None.
         Raises ValueError/OSError if urdf_file names no readable file."""
         return robots.read_description(self.urdf_file, self.robot_description)
-
-    def error(self):
-        """None, or the first parameter whose value the table refuses, with the reason."""
-        for p in param_table.TABLE:
-            value = getattr(self, p.name)
-            why = param_table.check(p.name, list(value) if isinstance(value, tuple) else value)
-            if why:
-                return why
-        return None
 
     @classmethod
     def from_values(cls, values: dict) -> "Params":

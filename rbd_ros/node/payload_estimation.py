@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import gc
 import math
-import os
-import subprocess
 import sys
 from dataclasses import dataclass
 
@@ -42,6 +40,7 @@ from rbd_ros.core.identification import ExcitationError
 from rbd_ros.core.payload_identification import identify_payload
 from rbd_ros.core.signals import RecordingError, prepare
 from rbd_ros.node import payload as pl
+from rbd_ros.node import warmup
 from rbd_ros.node.services import NO_MODEL, friction_eps
 
 MAX_CONDITION = 1000.0      # as rbd_identify's --max-cond default
@@ -130,16 +129,9 @@ def compile_kernels(log=None) -> None:
     if log is not None:
         log.warning("estimate_payload: compiling the regressor kernels (numba) in a helper process, once: the "
                     "cache is empty (a fresh install; `rbd_precompile` compiles everything ahead of time)")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    steps = [arg for step in KERNELS for arg in ("--step", step)]
-    try:
-        subprocess.run([sys.executable, "-m", "rbd_ros.precompile", "--quiet", "--parent", str(os.getpid()), *steps],
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env, timeout=600,
-                       start_new_session=True)
-    except (OSError, subprocess.SubprocessError):
-        pass
+    helper = warmup.compile_in_helper(KERNELS)
+    if helper is not None:
+        warmup.wait_for_helper(helper, lambda: False, timeout=600.0)
 
 
 def estimate(rt, link: str, seconds: float, cutoff: float, now: float, log=None) -> Result:

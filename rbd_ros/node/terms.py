@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import rbd_ros.core as rbd
 from rbd_ros.node import names
 from rbd_ros.node.effort_law import float_buffer
 
@@ -68,9 +67,7 @@ def _six(rt):
 
 def _compensation(step, rt, wanted, stamp, now) -> bool:
     """g (always), b and H while wanted: one core call, joints order."""
-    bufs = rt.arrays
-    rbd.compensation_into(rt.model, rt.q, rt.v, rt.out_v, bufs["g"],
-                          bufs["b"] if "b" in wanted else None, bufs["h"] if "h" in wanted else None)
+    rt.compute("b" in wanted, "h" in wanted)
     return True
 
 
@@ -128,8 +125,4 @@ def buffers(rt, terms=TERMS):
     """{key: (array.array, numpy view)} of fresh zero buffers for Robot ``rt``."""
     return {t.key: float_buffer(t.size(rt)) for t in terms}
 
-
-def order(keys) -> tuple:
-    """``keys`` in table order (the order the step computes them)."""
-    return tuple(t.key for t in TERMS if t.key in keys)
 

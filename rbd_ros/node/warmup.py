@@ -102,7 +102,7 @@ def precompile_steps(model):
 HELPER_STEPS = ("crba (one state)", "node command law kernels", "node merge kernel")
 
 
-def _compile_elsewhere(helper_steps=HELPER_STEPS):
+def compile_in_helper(helper_steps=HELPER_STEPS):
     """From a cold cache, compile the precompile steps ``helper_steps`` (default: CRBA, the
     command law's and the merge kernel) in a second process (the other core) into numba's
     disk cache while this one compiles RNEA: ``compensation_into`` needs both RNEA and
@@ -124,7 +124,7 @@ def _compile_elsewhere(helper_steps=HELPER_STEPS):
         return None
 
 
-def _wait_for(helper, ready, timeout=300.0) -> None:
+def wait_for_helper(helper, ready, timeout=300.0) -> None:
     """Until ``ready()`` or the helper process has exited; past ``timeout`` the helper is
     killed (this process then compiles what is missing itself: slower, no harm done)."""
     end = time.monotonic() + timeout
@@ -139,17 +139,17 @@ def _wait_for(helper, ready, timeout=300.0) -> None:
 def warm_control_path(rt, log=None) -> None:
     """Compile and run once what the node's torque topics use (see the module docstring)."""
     t0, was_cold = _announce("control-path", CONTROL_PATH, node_kernels(), CONTROL_PATH_S, log)
-    helper = _compile_elsewhere() if was_cold else None
+    helper = compile_in_helper() if was_cold else None
     model = rt.model
     q = np.array(model.neutral(), dtype=np.float64)
     z = np.zeros(model.nv)
     rbd.rnea_into(model, q, z, z, np.empty(model.nv))      # RNEA (meanwhile the helper: CRBA)
     if helper is not None:          # compensation_into needs CRBA: its cache entry first
-        _wait_for(helper, lambda: registry.cached(["crba"]))
+        wait_for_helper(helper, lambda: registry.cached(["crba"]))
     rbd.compensation_into(model, q, z, rt.out_v, np.empty(rt.nout), np.empty(rt.nout),
                           np.empty(rt.nout * rt.nout))
     if helper is not None:          # then the helper's rest: command law, merge kernel
-        _wait_for(helper, lambda: False)
+        wait_for_helper(helper, lambda: False)
     # the merge kernel with the argument types Robot.update gives it (nothing merged)
     none = np.zeros(0, dtype=np.int64)
     merge_k(np.zeros(1), np.zeros(1), True, none, none, none, none, q.copy(), z.copy(),
@@ -173,9 +173,9 @@ def warm_observer(model, frame, log=None) -> None:
         t0 = time.perf_counter()
         _log(log, "compiling the momentum observer's kernels (numba) on first use, in a helper process; "
                   "external_torques starts when they are ready (`rbd_precompile` compiles them ahead of time)")
-        helper = _compile_elsewhere(OBSERVER_STEPS)
+        helper = compile_in_helper(OBSERVER_STEPS)
         if helper is not None:
-            _wait_for(helper, lambda: False)
+            wait_for_helper(helper, lambda: False)
         _log(log, f"observer kernels ready after {time.perf_counter() - t0:.1f} s")
     compile_steps.warm_contact(model, frame)
 
