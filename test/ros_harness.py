@@ -22,6 +22,8 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 
+from rbd_ros.demo.closed_loop import call_service
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARM_URDF = os.path.join(ROOT, "rbd_ros", "robots", "rbd_arm7.urdf")
 NODE_NAME = "rbd_dynamics"
@@ -214,32 +216,18 @@ class Client:
         return pub
 
     def call(self, srv_type, name, request, timeout=30.0, resend_after=3.0):
-        """The response to ``request`` (TimeoutError after ``timeout`` s).
+        """The response to ``request`` (TimeoutError after ``timeout`` s), resent every
+        ``resend_after`` s without one (``closed_loop.call_service`` says why)."""
+        return call_service(self.node, srv_type, name, request, timeout, resend_after)
 
-        A new client can lose its first response: wait_for_service sees the server, but
-        the server may not have discovered this client's response reader yet, and Fast
-        DDS gives it 100 ms ("failed to send response (timeout)" in the server's log;
-        seen in CI on a loaded machine).  So the request is sent again, on the same
-        client, every ``resend_after`` s without a response, and the first response
-        wins.  Every service here is idempotent for a repeated request."""
-        cli = self.node.create_client(srv_type, name)
-        try:
-            if not cli.wait_for_service(timeout_sec=timeout):
-                raise TimeoutError(f"service {name} not available")
-            t_end = time.monotonic() + timeout
-            futs = []
-            while True:
-                futs.append(cli.call_async(request))
-                t_resend = time.monotonic() + resend_after
-                while time.monotonic() < min(t_resend, t_end):
-                    done = next((f for f in futs if f.done()), None)
-                    if done is not None:
-                        return done.result()
-                    time.sleep(0.002)
-                if time.monotonic() >= t_end:
-                    raise TimeoutError(f"no response from {name} ({len(futs)} requests)")
-        finally:
-            self.node.destroy_client(cli)
+
+def per_quarter(t0, t1, sent_times, answered_times) -> list:
+    """[(inputs sent, inputs answered)] in each quarter of [t0, t1] (by send time): a
+    stream that stalled for a quarter of a call shows there."""
+    q = (t1 - t0) / 4
+    return [(sum(1 for t in sent_times if t0 + k * q <= t < t0 + (k + 1) * q),
+             sum(1 for t in answered_times if t0 + k * q <= t < t0 + (k + 1) * q))
+            for k in range(4)]
 
 
 def set_params(client, node, atomically=False, **values):

@@ -7,7 +7,6 @@ import numpy as np
 import oracle as orc
 import pytest
 from core_util import random_tree_urdf, rel_err
-from ident_sim import ARM_URDF, nominal_text
 from urdf_parser_py import urdf as up
 
 import rbd_ros.core as rbd
@@ -17,6 +16,10 @@ from rbd_ros.core.excitation import excitation_trajectory
 from rbd_ros.core.identification import ExcitationError, identify
 from rbd_ros.core.payload_identification import identify_payload
 from rbd_ros.core.urdf_write import identified_urdf
+from rbd_ros.robots import bundled_robot_path
+
+ARM_URDF = bundled_robot_path("rbd_arm7")  # the nominal arm (ident_sim's, without MuJoCo)
+
 
 EPS = 0.01
 
@@ -186,7 +189,7 @@ def _outside_edits_equal(a, b):
 
 @pytest.mark.parametrize("which", ["arm", "panda", "random"])
 def test_write_back_reloads_to_the_identified_model(which):
-    text = {"arm": nominal_text, "panda": lambda: open(orc.robot_urdf("panda")).read(),
+    text = {"arm": lambda: open(ARM_URDF).read(), "panda": lambda: open(orc.robot_urdf("panda")).read(),
             "random": lambda: random_tree_urdf(3, n_joints=10, mimic=2)}[which]()
     model = rbd.Model.from_urdf(text)
     new = perturbed(model, 7, friction=False)

@@ -3,10 +3,12 @@ checked for physical consistency (pseudo-inertia), transformed, parametrised."""
 import numpy as np
 import pytest
 from core_util import random_state, random_tree_urdf, rel_err
-from ident_sim import ARM_URDF
 
 import rbd_ros.core as rbd
 from rbd_ros.core import inertial as ine
+from rbd_ros.robots import bundled_robot_path
+
+ARM_URDF = bundled_robot_path("rbd_arm7")  # the nominal arm (ident_sim's, without MuJoCo)
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,12 @@ import sys
 
 import numpy as np
 import pytest
-from ident_sim import ARM_URDF
 
+from rbd_ros.robots import bundled_robot_path
 from rbd_ros.tools import identify as cli
 from rbd_ros.tools.recording import RecordingError, prepare, read_joint_states, write_joint_states_bag
+
+ARM_URDF = bundled_robot_path("rbd_arm7")  # the nominal arm (ident_sim's, without MuJoCo)
 
 NAMES = [f"joint{i}" for i in range(1, 8)]
 

@@ -102,6 +102,7 @@ from ros_harness import (  # noqa: E402
     NodeProcess,
     diagnostics_of,
     joint_state,
+    per_quarter,
     publish_until,
     read_arm_urdf,
     stamp_key,
@@ -252,14 +253,6 @@ def _relay_10k_with_stream(client, node, rec, pub, q0):
     return result, dict(sent), rec.snapshot()[0]
 
 
-def _quarters(t0, t1, sent_times, answered_times):
-    """[(inputs sent, inputs answered)] in each quarter of [t0, t1]."""
-    q = (t1 - t0) / 4
-    return [(sum(1 for t in sent_times if t0 + k * q <= t < t0 + (k + 1) * q),
-             sum(1 for t in answered_times if t0 + k * q <= t < t0 + (k + 1) * q))
-            for k in range(4)]
-
-
 def test_stream_keeps_flowing_during_10k_relay(client, node):
     """500 Hz joint states while another process sends a 10 000-point trajectory through
     the relay: (nearly) every input sent meanwhile is answered, in every quarter of the
@@ -284,7 +277,7 @@ def test_stream_keeps_flowing_during_10k_relay(client, node):
                     if stamp_key(m.header.stamp) in sent]
         during = [t for t in answered if t0 <= t <= t1]
         n_sent = sum(1 for t in sent.values() if t0 <= t <= t1)
-        quarters = _quarters(t0, t1, sent.values(), during)
+        quarters = per_quarter(t0, t1, sent.values(), during)
         print(f"10k-point relay {result['call_s'] * 1e3:.0f} ms; stream meanwhile: "
               f"{len(during)}/{n_sent} answered; per quarter (sent, answered) {quarters}")
         paced = min(n for n, _ in quarters) >= 0.5 * (t1 - t0) / 4 / 0.002

@@ -18,6 +18,7 @@ from ros_harness import (
     JointStateStream,
     NodeProcess,
     joint_state,
+    per_quarter,
     publish_until,
     stamp_key,
     unique_ns,
@@ -368,11 +369,7 @@ def test_stream_keeps_flowing_during_10k_trajectory(client, qos, request):
     # blocked for the call (or a quarter) would answer ~5 inputs, so these bars still tell
     reliable = qos == "reliable"
     assert len(pairs) >= (0.95 if reliable else 0.75) * n_sent, (len(pairs), n_sent)
-    quarter = (t1 - t0) / 4
-    for k in range(4):
-        lo, hi = t0 + k * quarter, t0 + (k + 1) * quarter
-        n_k = sum(1 for t in sent.values() if lo <= t < hi)
-        got_k = sum(1 for ts, _ in pairs if lo <= ts < hi)
+    for k, (n_k, got_k) in enumerate(per_quarter(t0, t1, sent.values(), [ts for ts, _ in pairs])):
         assert got_k >= (0.5 if reliable else 0.3) * n_k, (k, got_k, n_k)  # not stalled
 
 
