@@ -100,6 +100,7 @@ from ros_harness import (  # noqa: E402
     JointState,
     JointStateStream,
     NodeProcess,
+    Recorder,
     diagnostics_of,
     joint_state,
     per_quarter,
@@ -123,12 +124,22 @@ def node(client):
 
 
 class RelayIO:
+    """This process's publisher to the relay's input and recorder of its output, until
+    close(): a subscription left behind would make this process convert every later
+    relayed trajectory too (~0.3 s of GIL for 10 000 points, starving its other threads)."""
+
     def __init__(self, client, in_topic, out_topic):
         from trajectory_msgs.msg import JointTrajectory
 
         from rbd_ros.node.qos import QOS_OUTPUT
-        self.rec = client.record(JointTrajectory, out_topic, QOS_OUTPUT)
+        self.node = client.node
+        self.rec = Recorder()
+        self.sub = self.node.create_subscription(JointTrajectory, out_topic, self.rec, QOS_OUTPUT)
         self.pub = client.publisher(JointTrajectory, in_topic, QOS_OUTPUT)
+
+    def close(self):
+        self.node.destroy_subscription(self.sub)
+        self.node.destroy_publisher(self.pub)
 
     def send(self, traj, timeout=60.0):
         """Publish until the relay is matched, then once; return the relayed trajectory
@@ -141,9 +152,11 @@ class RelayIO:
                                       if len(m.points) == npts), None), timeout=timeout)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def relay(client, node):
-    return RelayIO(client, node.topic("trajectory_in"), node.topic("trajectory_out"))
+    io = RelayIO(client, node.topic("trajectory_in"), node.topic("trajectory_out"))
+    yield io
+    io.close()
 
 
 def _efforts(traj):
@@ -218,14 +231,15 @@ def test_remap_to_controller_topic(client, service_process):
     jtc = f"/{ns}_jtc/joint_trajectory"
     n = NodeProcess(ns, {"urdf_file": "rbd_arm7", "service_process": service_process},
                     extra_args=["-r", f"~/trajectory_out:={jtc}"])
+    io = RelayIO(client, n.topic("trajectory_in"), jtc)
     try:
-        io = RelayIO(client, n.topic("trajectory_in"), jtc)
         Q, V, A = random_states(6, 5)
         out = io.send(make_trajectory(ARM_JOINTS, Q, V, A))
         assert out is not None, n.log()
         tau = rbd.rnea(rbd.Model.from_urdf(read_arm_urdf()), Q, V, A)
         assert np.max(np.abs(_efforts(out) - tau)) <= TOL * max(1.0, np.max(np.abs(tau)))
     finally:
+        io.close()
         assert n.alive(), n.log()
         n.stop()
 
@@ -263,6 +277,8 @@ def test_stream_keeps_flowing_during_10k_relay(client, node):
     _, got = publish_until(pub, lambda: joint_state(ARM_JOINTS, q0, np.zeros(7)), rec,
                            timeout=20)
     assert got is not None
+    # (this process does not subscribe to ~/trajectory_out here: the relay fixture closes its
+    # recorder after each test, and converting the 2 MB result would starve the sender)
     # precondition, not the property: this process's own 500 Hz sender kept pace in every
     # quarter of the relay.  On a saturated 2-core machine (caller, worker, node and this
     # process) it can itself be starved for a quarter (seen in CI: 19 of ~63 sent), and

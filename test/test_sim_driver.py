@@ -146,20 +146,30 @@ def _gravity_law(q, v):
 
 
 def test_gravity_command_holds_the_arm(loop):
-    # bring the arm back to rest at Q0, then hold it with g(q) alone
-    loop.set_law(_settle_law(Q0))
-    wait_for(lambda: float(np.max(np.abs(loop.latest()[2]))) < 2e-4, timeout=10.0)
-    last = loop.latest()
-    assert float(np.max(np.abs(last[2]))) < 0.01, f"not at rest: v = {last[2]}"
-    loop.set_law(_gravity_law)
-    time.sleep(0.1)
-    t = time.monotonic()
-    time.sleep(2.0)
-    got = loop.since(t)
-    q = np.array([s[1] for s in got])
-    eff = np.array([s[3] for s in got])
-    drift = float(np.max(np.abs(q - q[0])))
-    print(f"gravity hold: drift {drift * 1e3:.3f} mrad over 2 s, {len(got)} states")
+    # precondition, not the property: this client answered every state within the
+    # driver's command_timeout during the hold.  On a loaded 2-core machine it can stall
+    # for longer (CI: the arm fell 0.27 rad once); the driver then applies zero effort and
+    # reports it (an all-zero effort row), and the hold is measured again.
+    for _attempt in range(3):
+        # bring the arm back to rest at Q0, then hold it with g(q) alone
+        loop.set_law(_settle_law(Q0))
+        wait_for(lambda: float(np.max(np.abs(loop.latest()[2]))) < 2e-4, timeout=10.0)
+        last = loop.latest()
+        assert float(np.max(np.abs(last[2]))) < 0.01, f"not at rest: v = {last[2]}"
+        loop.set_law(_gravity_law)
+        time.sleep(0.1)
+        t = time.monotonic()
+        time.sleep(2.0)
+        got = loop.since(t)
+        q = np.array([s[1] for s in got])
+        eff = np.array([s[3] for s in got])
+        drift = float(np.max(np.abs(q - q[0])))
+        stale = int(np.sum(np.all(eff == 0.0, axis=1)))
+        print(f"gravity hold: drift {drift * 1e3:.3f} mrad over 2 s, {len(got)} states, "
+              f"{stale} with the command timed out")
+        if stale == 0:
+            break
+    assert stale == 0, "the client missed the command timeout in every attempt"
     assert drift < 5e-3
     # the efforts are the commands the test sent: g(q) of (nearly) the same state
     g = np.array([rbd.gravity(MODEL, s[1]) for s in got])
