@@ -181,11 +181,11 @@ def test_revolute_and_prismatic_transforms(rng):
         u /= np.linalg.norm(u)
         x = rng.uniform(-4, 4)
         o = out_buf(12)
-        joints.revolute_transform(packed(ET, rT), 3, packed(u, off=1), 1, x, o, 5)
+        joints.revolute_transform(np.concatenate([ET.ravel(), rT]), u, x, o[5:17])
         got = inside(o, 12, 5)
         assert rel_err(S6.plux(got[:9].reshape(3, 3), got[9:]), S6.rot(S6.rotation(u, x).T) @ XT) < TOL
         o = out_buf(12)
-        joints.prismatic_transform(packed(ET, rT), 3, packed(u, off=1), 1, x, o, 5)
+        joints.prismatic_transform(np.concatenate([ET.ravel(), rT]), u, x, o[5:17])
         got = inside(o, 12, 5)
         assert rel_err(S6.plux(got[:9].reshape(3, 3), got[9:]), S6.xlt(u * x) @ XT) < TOL
 
@@ -194,12 +194,12 @@ def test_free_transform(rng):
     ET, rT = rand_rot(rng), rng.normal(size=3)
     q = np.concatenate([rng.normal(size=3), 3.0 * rng.normal(size=4)])     # quaternion not normalised
     o = out_buf(12)
-    assert joints.free_transform(packed(ET, rT), 3, packed(q, off=2), 2, o, 5)
+    assert joints.free_transform(np.concatenate([ET.ravel(), rT]), q, o[5:17])
     got = inside(o, 12, 5)
     want = S6.plux(S6.quat_to_matrix(*q[3:]).T, q[:3]) @ S6.plux(ET, rT)
     assert rel_err(S6.plux(got[:9].reshape(3, 3), got[9:]), want) < TOL
     q[3:] = 0.0
-    assert not joints.free_transform(packed(ET, rT), 3, packed(q, off=2), 2, out_buf(12), 5)
+    assert not joints.free_transform(np.concatenate([ET.ravel(), rT]), q, np.zeros(12))
 
 
 def test_planar_basis(rng):

@@ -26,12 +26,23 @@ of them changes:
 3. The on-disk cache index (``Dispatcher._cache._cache_file._load_index``):
    :func:`cached_on_disk` tells whether a kernel will load instead of compile
    (the node's first-start log line and its compile helper).
+4. The array data model (``numba.np.arrayobj.make_array`` / ``populate_array``):
+   :func:`borrow` and :func:`strided` build array views inside kernels that are
+   not reference-counted (a NULL meminfo, as ``numba.carray`` makes), so the
+   kernels can hand per-body views (``X[i]``, ``v[p]``) to inlined helpers without
+   the atomic reference-count updates numba emits around every array a helper
+   receives (~25 % of CRBA's time on a 7-DOF arm; bench/RESULTS.md), and without
+   the slice clamping and checks of ``reshape`` / ``as_strided``.
 """
 from __future__ import annotations
 
 import numba
 import numpy as np
 from numba import njit, typeof
+from numba.core import cgutils, types
+from numba.core.imputils import impl_ret_untracked
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array, populate_array
 
 NUMBA_VERSION = numba.__version__
 SUPPORTED = ("0.62", "0.69")    # numba >= SUPPORTED[0], < SUPPORTED[1] (setup.py, package.xml, doc/numba.md)
@@ -190,3 +201,58 @@ def _plain_float64(args) -> bool:
 
 
 _guard(_probe, _plain_float64, "not a plain float64 array")
+
+
+# ----------------------------------------------------------------------------- borrowed views
+
+@intrinsic
+def borrow(typingctx, a):
+    """``a`` itself (same type, data, shape and strides) without reference counting:
+    inside a kernel, a borrowed array and every view taken of it cost no atomic
+    reference-count update when passed around.  Valid while the original is (for a
+    kernel's arguments: the whole call); never return or store one."""
+    if not isinstance(a, types.Array):
+        return None
+    sig = a(a)
+
+    def codegen(context, builder, sig, args):
+        src = make_array(sig.args[0])(context, builder, args[0])
+        out = make_array(sig.return_type)(context, builder)
+        populate_array(out, data=src.data, shape=src.shape, strides=src.strides, itemsize=src.itemsize,
+                       meminfo=None)
+        return impl_ret_untracked(context, builder, sig.return_type, out._getvalue())
+
+    return sig, codegen
+
+
+@intrinsic
+def strided(typingctx, a, start, shape, strides):
+    """The view of ``a``'s buffer that starts at element ``start`` and has ``shape``
+    and ``strides`` (tuples of integers; strides in elements): numpy's
+    ``as_strided(a[start:], shape, strides * itemsize)``, unchecked (the caller checked
+    that the view lies inside ``a``) and not reference-counted (see :func:`borrow`).
+    ``a`` must be contiguous (a kernel argument, a borrowed one, or such a view's row)."""
+    if not (isinstance(a, types.Array) and isinstance(start, types.Integer)
+            and isinstance(shape, types.BaseTuple) and isinstance(strides, types.BaseTuple)
+            and len(shape) == len(strides) > 0
+            and all(isinstance(t, types.Integer) for t in tuple(shape) + tuple(strides))):
+        return None
+    ret = types.Array(a.dtype, len(shape), "A", readonly=not a.mutable)
+    sig = ret(a, start, shape, strides)
+
+    def codegen(context, builder, sig, args):
+        intp = context.get_value_type(types.intp)
+        src = make_array(sig.args[0])(context, builder, args[0])
+        out = make_array(sig.return_type)(context, builder)
+
+        def ints(tup, tys):
+            return [context.cast(builder, x, t, types.intp)
+                    for x, t in zip(cgutils.unpack_tuple(builder, tup), tys, strict=True)]
+        first = context.cast(builder, args[1], sig.args[1], types.intp)
+        itemsize = intp(context.get_abi_sizeof(context.get_data_type(sig.args[0].dtype)))
+        populate_array(out, data=builder.gep(src.data, [first]), shape=ints(args[2], sig.args[2]),
+                       strides=[builder.mul(s, itemsize) for s in ints(args[3], sig.args[3])],
+                       itemsize=src.itemsize, meminfo=None)
+        return impl_ret_untracked(context, builder, sig.return_type, out._getvalue())
+
+    return sig, codegen

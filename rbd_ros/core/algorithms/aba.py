@@ -73,7 +73,7 @@ above ~1e-3 (panda, ur5, talos, solo12, anymal: no fallback).
 import numpy as np
 from numba import njit
 
-from ..joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
+from ..joints import FREE
 from ..layout import (
     AB_C,
     AB_D,
@@ -82,16 +82,12 @@ from ..layout import (
     AB_S,
     AB_TAU,
     AB_U,
-    C_AXIS,
-    C_ET,
     C_FV,
     C_JTYPE,
     C_MASS,
     C_MIMIC,
     C_MULT,
-    C_OFFSET,
     C_PARENT,
-    C_QI,
     C_VI,
     H_GRAV,
     H_NB,
@@ -113,10 +109,12 @@ from ..layout import (
     RN_X,
     WO_X,
     aba_slot,
+    bodies,
     body_row,
     mimic_pair,
     region_offsets,
     rnea_slot,
+    vector,
     workspace_size,
     world_slot,
 )
@@ -145,6 +143,7 @@ from .common import (
     S_column,
     all_finite,
     fext_fits,
+    jcalc,
     joint_motion,
 )
 from .rnea import world_placement
@@ -291,6 +290,7 @@ def aba_into(md, ws, q, v, tau, fext, fext_world, out):
     fallback (module docstring).  One function, not a wrapper around the sweeps: numba
     re-optimises a callee in each caller, ~1.7 s of compile per layer."""
     mi = md.view(np.int64)      # the model's integer entries (layout.py)
+    B = bodies(md)
     nb = mi[H_NB]
     nvf = mi[H_NVF]
     nmim = mi[H_NMIM]
@@ -326,14 +326,7 @@ def aba_into(md, ws, q, v, tau, fext, fext_world, out):
         b = aba_slot(oA, i)
         w = world_slot(oW, i)
         jt = mi[o + C_JTYPE]
-        qi = mi[o + C_QI]
-        if jt == REVOLUTE:
-            revolute_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
-                               ws, x + RN_X)
-        elif jt == PRISMATIC:
-            prismatic_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
-                                ws, x + RN_X)
-        elif not free_transform(md, o + C_ET, q, qi, ws, x + RN_X):
+        if not jcalc(B, i, q, vector(ws, x + RN_X, 12)):          # X_i = X_J(q_i) X_T(i)
             return BAD_QUAT
         p = mi[o + C_PARENT]
         world_placement(mi, ws, i, oR, oW)
@@ -341,7 +334,7 @@ def aba_into(md, ws, q, v, tau, fext, fext_world, out):
         joint_motion(md, mi, o, v, ws, t)
         x_motion_inv(ws, w + WO_X, ws, t, ws, t + 6)
         if jt != FREE:
-            S_column(md, mi, o, 0, ws, t)
+            S_column(B, i, 0, vector(ws, t, 6))
             x_motion_inv(ws, w + WO_X, ws, t, ws, b + AB_S)
         if p >= 0:
             cross_motion(ws, rnea_slot(oR, p) + RN_V, ws, t + 6, ws, b + AB_C)   # c = v_λ x vJ = v_i x vJ

@@ -40,10 +40,12 @@ from ..layout import (
     RN_V,
     RN_X,
     WO_X,
+    bodies,
     body_row,
     cor_slot,
     region_offsets,
     rnea_slot,
+    vector,
     world_slot,
 )
 from ..spatial import JIT, cross_motion, inertia_to_mat6, mat6_xT_X_add, x_motion_inv
@@ -55,10 +57,9 @@ from .common import (
     OK,
     S_column,
     all_finite,
-    dof,
     finite_result,
+    jcalc,
     joint_motion,
-    joint_transform,
     ncols,
 )
 from .rnea import world_placement
@@ -84,6 +85,7 @@ def _mat6_mul_vec(M, om, x, ox, transpose, out, oo):
 @njit(**JIT)
 def coriolis_into(md, ws, q, v, C):
     mi = md.view(np.int64)      # the model's integer entries (layout.py)
+    B = bodies(md)
     nb = mi[H_NB]
     nv = mi[H_NV]
     offs = region_offsets(nb, mi[H_NVF], mi[H_NMIM])
@@ -103,7 +105,7 @@ def coriolis_into(md, ws, q, v, C):
         o = body_row(mi, i)
         x = rnea_slot(oR, i)
         c = cor_slot(oC, i)
-        if not joint_transform(md, mi, o, q, ws, x + RN_X):
+        if not jcalc(B, i, q, vector(ws, x + RN_X, 12)):
             return BAD_QUAT
         world_placement(mi, ws, i, oR, oW)
         w = world_slot(oW, i)
@@ -114,8 +116,8 @@ def coriolis_into(md, ws, q, v, C):
         if p >= 0:
             for k in range(6):
                 ws[x + RN_V + k] += ws[rnea_slot(oR, p) + RN_V + k]
-        for col in range(ncols(mi, o)):
-            S_column(md, mi, o, col, ws, t)
+        for col in range(ncols(B, i)):
+            S_column(B, i, col, vector(ws, t, 6))
             x_motion_inv(ws, w + WO_X, ws, t, ws, c + CO_S + 6 * col)
             cross_motion(ws, x + RN_V, ws, c + CO_S + 6 * col, ws, c + CO_SDOT + 6 * col)
         # world inertia I = X0^T I_body X0
@@ -173,7 +175,7 @@ def coriolis_into(md, ws, q, v, C):
         o = body_row(mi, i)
         c = cor_slot(oC, i)
         mu = md[o + C_MULT]
-        for col in range(ncols(mi, o)):
+        for col in range(ncols(B, i)):
             S = c + CO_S + 6 * col
             Sd = c + CO_SDOT + 6 * col
             _mat6_mul_vec(ws, c + CO_IC, ws, Sd, bool(0), ws, f1)
@@ -182,16 +184,16 @@ def coriolis_into(md, ws, q, v, C):
                 ws[f1 + k] += ws[tmp + k]
             _mat6_mul_vec(ws, c + CO_IC, ws, S, bool(0), ws, f2)
             _mat6_mul_vec(ws, c + CO_BC, ws, S, bool(1), ws, f3)
-            di = dof(mi, o, col)
-            for c2 in range(ncols(mi, o)):
-                C[dof(mi, o, c2), di] += mu * mu * _dot6(ws, c + CO_S + 6 * c2, ws, f1)
+            di = B.vi[i] + col
+            for c2 in range(ncols(B, i)):
+                C[B.vi[i] + c2, di] += mu * mu * _dot6(ws, c + CO_S + 6 * c2, ws, f1)
             j = mi[o + C_PARENT]
             while j >= 0:
                 oj = body_row(mi, j)
                 cj = cor_slot(oC, j)
                 mm = mu * md[oj + C_MULT]
-                for c2 in range(ncols(mi, oj)):
-                    dj = dof(mi, oj, c2)
+                for c2 in range(ncols(B, j)):
+                    dj = B.vi[j] + c2
                     C[dj, di] += mm * _dot6(ws, cj + CO_S + 6 * c2, ws, f1)
                     C[di, dj] += mm * (_dot6(ws, cj + CO_SDOT + 6 * c2, ws, f2)
                                    + _dot6(ws, cj + CO_S + 6 * c2, ws, f3))

@@ -31,16 +31,13 @@ DOFs in body order: that loop reads no model data per pair.  The armature
 import numpy as np
 from numba import njit
 
-from ..joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
+from ..joints import FREE, REVOLUTE
 from ..layout import (
     C_AXIS,
-    C_ET,
     C_JTYPE,
     C_MASS,
     C_MULT,
-    C_OFFSET,
     C_PARENT,
-    C_QI,
     C_SUBEND,
     C_VI,
     CR_F,
@@ -63,15 +60,17 @@ from ..layout import (
     RN_X,
     W_CRBA,
     WO_X,
+    bodies,
     crba_slot,
     ic_slot,
     region_offsets,
     rnea_slot,
+    vector,
     workspace_size,
     world_slot,
 )
 from ..spatial import JIT, inertia_mul, inertia_xT_set, x_motion_inv
-from .common import BAD_Q, BAD_QUAT, BAD_SHAPE, OK, S_column, all_finite, finite_result
+from .common import BAD_Q, BAD_QUAT, BAD_SHAPE, OK, S_column, all_finite, finite_result, jcalc
 from .rnea import world_placement
 
 
@@ -79,6 +78,7 @@ from .rnea import world_placement
 def crba_into(md, ws, q, H):
     """H(q) into ``H`` (nv x nv).  Returns a status code (BAD_SHAPE: see rnea_into)."""
     mi = md.view(np.int64)      # the model's integer entries (layout.py)
+    B = bodies(md)
     nb = mi[H_NB]
     nv = mi[H_NV]
     offs = region_offsets(nb, mi[H_NVF], mi[H_NMIM])
@@ -96,14 +96,7 @@ def crba_into(md, ws, q, H):
     for i in range(nb):
         o = ob + NCOL * i
         jt = mi[o + C_JTYPE]
-        qi = mi[o + C_QI]
-        if jt == REVOLUTE:
-            revolute_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
-                               ws, rnea_slot(oR, i) + RN_X)
-        elif jt == PRISMATIC:
-            prismatic_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
-                                ws, rnea_slot(oR, i) + RN_X)
-        elif not free_transform(md, o + C_ET, q, qi, ws, rnea_slot(oR, i) + RN_X):
+        if not jcalc(B, i, q, vector(ws, rnea_slot(oR, i) + RN_X, 12)):          # X_i = X_J(q_i) X_T(i)
             return BAD_QUAT
         world_placement(mi, ws, i, oR, oW)
         inertia_xT_set(ws, world_slot(oW, i) + WO_X, md, o + C_MASS, ws, ic_slot(oI, i) + IC_I)
@@ -123,7 +116,7 @@ def crba_into(md, ws, q, H):
         if jt == FREE:
             n = 6
             for a in range(6):
-                S_column(md, mi, o, a, ws, t)
+                S_column(B, i, a, vector(ws, t, 6))
                 x_motion_inv(ws, w, ws, t, ws, si + 6 * a)
                 inertia_mul(ws, c, ws, si + 6 * a, ws, fi + 6 * a)
         else:

@@ -27,15 +27,12 @@ With qdd = 0 it is J̇ qd.  Bodies that are not ancestors of b are skipped
 import numpy as np
 from numba import njit
 
-from ..joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
+from ..joints import FREE, REVOLUTE
 from ..layout import (
     C_AXIS,
-    C_ET,
     C_JTYPE,
     C_MULT,
-    C_OFFSET,
     C_PARENT,
-    C_QI,
     C_SUBEND,
     C_VI,
     H_NB,
@@ -51,13 +48,15 @@ from ..layout import (
     RN_V,
     RN_X,
     WO_X,
+    bodies,
     body_row,
     region_offsets,
     rnea_slot,
+    vector,
     world_slot,
 )
 from ..spatial import JIT, cross_motion, x_motion_inv
-from .common import BAD_A, BAD_Q, BAD_QUAT, BAD_SHAPE, BAD_V, OK, all_finite, finite_result, joint_motion
+from .common import BAD_A, BAD_Q, BAD_QUAT, BAD_SHAPE, BAD_V, OK, all_finite, finite_result, jcalc, joint_motion
 from .rnea import world_placement
 
 WORLD, LOCAL, LOCAL_WORLD_ALIGNED = 0, 1, 2     # api.REFERENCES order
@@ -111,6 +110,7 @@ def frame_into(md, ws, q, v, a, use_v, use_a, body, placement, reference, out):
     if both.  Returns a status (BAD_SHAPE, having read nothing, if a length does
     not fit the model or ``body`` is no body)."""
     mi = md.view(np.int64)      # the model's integer entries (layout.py)
+    B = bodies(md)
     nb = mi[H_NB]
     nv = mi[H_NV]
     offs = region_offsets(nb, mi[H_NVF], mi[H_NMIM])
@@ -139,14 +139,7 @@ def frame_into(md, ws, q, v, a, use_v, use_a, body, placement, reference, out):
             continue            # not an ancestor of body
         x = rnea_slot(oR, i)
         jt = mi[o + C_JTYPE]
-        qi = mi[o + C_QI]
-        if jt == REVOLUTE:
-            revolute_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
-                               ws, x + RN_X)
-        elif jt == PRISMATIC:
-            prismatic_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
-                                ws, x + RN_X)
-        elif not free_transform(md, o + C_ET, q, qi, ws, x + RN_X):
+        if not jcalc(B, i, q, vector(ws, x + RN_X, 12)):          # X_i = X_J(q_i) X_T(i)
             return BAD_QUAT
         world_placement(mi, ws, i, oR, oW)
         w = world_slot(oW, i) + WO_X

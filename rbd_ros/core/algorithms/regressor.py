@@ -38,10 +38,12 @@ from ..layout import (
     RN_V,
     RN_X,
     WO_X,
+    bodies,
     body_row,
     cor_slot,
     region_offsets,
     rnea_slot,
+    vector,
     workspace_size,
     world_slot,
 )
@@ -55,10 +57,9 @@ from .common import (
     OK,
     S_column,
     all_finite,
-    dof,
     finite_result,
+    jcalc,
     joint_motion,
-    joint_transform,
     ncols,
 )
 from .rnea import world_placement
@@ -154,6 +155,7 @@ def regressor_into(md, ws, q, v, a, out):
     """Y (nv x 10 nb) into ``out``.  Returns a status (BAD_SHAPE, having read
     nothing, if a length does not fit the model)."""
     mi = md.view(np.int64)      # the model's integer entries (layout.py)
+    B = bodies(md)
     nb = mi[H_NB]
     nv = mi[H_NV]
     offs = region_offsets(nb, mi[H_NVF], mi[H_NMIM])
@@ -179,12 +181,12 @@ def regressor_into(md, ws, q, v, a, out):
     for i in range(nb):
         o = body_row(mi, i)
         x = rnea_slot(oR, i)
-        if not joint_transform(md, mi, o, q, ws, x + RN_X):
+        if not jcalc(B, i, q, vector(ws, x + RN_X, 12)):
             return BAD_QUAT
         world_placement(mi, ws, i, oR, oW)
         w = world_slot(oW, i) + WO_X
-        for c in range(ncols(mi, o)):
-            S_column(md, mi, o, c, ws, t + 120)     # the joint's own S (the multiplier: below)
+        for c in range(ncols(B, i)):
+            S_column(B, i, c, vector(ws, t + 120, 6))     # the joint's own S (the multiplier: below)
             x_motion_inv(ws, w, ws, t + 120, ws, cor_slot(oC, i) + CO_S + 6 * c)
         # v_i = X v_p + S qd,  a_i = X a_p + S qdd + v_i x S qd  (body frame, a_0 = -a_g)
         p = mi[o + C_PARENT]
@@ -225,9 +227,9 @@ def regressor_into(md, ws, q, v, a, out):
         while j >= 0:
             oj = body_row(mi, j)
             mult = md[oj + C_MULT]
-            for c in range(ncols(mi, oj)):
+            for c in range(ncols(B, j)):
                 s = cor_slot(oC, j) + CO_S + 6 * c
-                d = dof(mi, oj, c)
+                d = B.vi[j] + c
                 for k in range(N_PARAMS):
                     cw = t + 60 + 6 * k
                     acc = 0.0

@@ -18,17 +18,14 @@ the master's (``tau_master += multiplier * S_i^T f_i``), i.e. tau = G^T tau_full
 import numpy as np
 from numba import njit
 
-from ..joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
+from ..joints import FREE, REVOLUTE
 from ..layout import (
     C_AXIS,
-    C_ET,
     C_H,
     C_JTYPE,
     C_MASS,
     C_MULT,
-    C_OFFSET,
     C_PARENT,
-    C_QI,
     C_VI,
     H_GRAV,
     H_NB,
@@ -46,14 +43,16 @@ from ..layout import (
     RN_V,
     RN_X,
     WO_X,
+    bodies,
     body_row,
     region_offsets,
     rnea_slot,
+    vector,
     workspace_size,
     world_slot,
 )
 from ..spatial import INLINE, JIT, cross_force_add, inertia_mul, x_force, x_motion, xT_force_add
-from .common import BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_RESULT, BAD_SHAPE, BAD_V, OK, all_finite, fext_fits
+from .common import BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_RESULT, BAD_SHAPE, BAD_V, OK, all_finite, fext_fits, jcalc
 
 
 @njit(**INLINE)
@@ -89,6 +88,7 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
     Returns a status code (common.OK on success; BAD_SHAPE, having read nothing,
     if an argument's length does not fit the model)."""
     mi = md.view(np.int64)      # the model's integer entries (layout.py)
+    B = bodies(md)
     nb = mi[H_NB]
     nv = mi[H_NV]
     offs = region_offsets(nb, mi[H_NVF], mi[H_NMIM])
@@ -118,14 +118,7 @@ def rnea_into(md, ws, q, v, a, fext, fext_world, use_v, use_a, out):
         o = body_row(mi, i)
         x = rnea_slot(oR, i)
         jt = mi[o + C_JTYPE]
-        qi = mi[o + C_QI]
-        if jt == REVOLUTE:
-            revolute_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
-                               ws, x + RN_X)
-        elif jt == PRISMATIC:
-            prismatic_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
-                                ws, x + RN_X)
-        elif not free_transform(md, o + C_ET, q, qi, ws, x + RN_X):
+        if not jcalc(B, i, q, vector(ws, x + RN_X, 12)):          # X_i = X_J(q_i) X_T(i)
             return BAD_QUAT
         p = mi[o + C_PARENT]
         if p >= 0:
