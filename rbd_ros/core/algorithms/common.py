@@ -43,8 +43,8 @@ def fext_fits(fext, nb):
 @njit(**INLINE)
 def finite_result(status, out):
     """The public kernels' status: BAD_RESULT if the call succeeded but ``out``
-    (1-D or C-contiguous 2-D) is not finite (extreme arguments overflowed)."""
-    if status == OK and not all_finite(out.reshape(-1)):
+    (C-contiguous, any shape) is not finite (extreme arguments overflowed)."""
+    if status == OK and not all_finite(vector(out, 0, out.size)):
         return BAD_RESULT
     return status
 
@@ -74,6 +74,33 @@ def fill(x, value):
     """x[:] = value (1-D x)."""
     for k in range(x.shape[0]):
         x[k] = value
+
+
+@njit(**INLINE)
+def fill_matrix(M, value):
+    """M[:, :] = value (2-D M)."""
+    for r in range(M.shape[0]):
+        for c in range(M.shape[1]):
+            M[r, c] = value
+
+
+@njit(**INLINE)
+def add(x, y):
+    """x += y (1-D, y as long as x)."""
+    for k in range(x.shape[0]):
+        x[k] += y[k]
+
+
+@njit(**INLINE)
+def dot6(s, f):
+    """s . f for two 6-vectors (arrays or tuples)."""
+    return s[0] * f[0] + s[1] * f[1] + s[2] * f[2] + s[3] * f[3] + s[4] * f[4] + s[5] * f[5]
+
+
+@njit(**INLINE)
+def tuple6(x):
+    """x's 6 numbers as a tuple: values in registers, not reloaded after stores elsewhere."""
+    return (x[0], x[1], x[2], x[3], x[4], x[5])
 
 
 @njit(**INLINE)

@@ -1,4 +1,5 @@
-"""Joint-space inertia H(q) and bias C(q, v) (RBDA Table 6.2, spatial_v2 ``HandC.m``).
+"""Joint-space inertia H(q) and bias C(q, v) (RBDA Table 6.2, spatial_v2 ``HandC.m``;
+``algorithms/crba.py`` computes H by the same passes in world coordinates).
 
     C = ID(q, qd, 0, f_ext)                              (bias: Coriolis, centrifugal, gravity, f_ext)
     I^c_i = I_i
@@ -35,10 +36,13 @@ def crba(model, q, full=False):
     """H(q), the joint-space inertia matrix (``full``: H_full, every mimic joint its own DOF)."""
     q = np.asarray(q, dtype=float)
     tree = bodies(model)
+    # ---- forward pass: X_i = X_J(q_i) X_T(i), S_i
     XS = [jcalc(b, q, fold=not full) for b in tree]
     Xup = [XJ @ b.Xtree for (XJ, _), b in zip(XS, tree, strict=True)]
     S = [s for _, s in XS]
+    # ---- backward pass: the composite inertias I^c_i
     IC = composite_inertias(tree, Xup)
+    # ---- H_ij, walking from each body up to the root
     dofs = [b.full_dofs if full else b.dofs for b in tree]
     n = full_size(model) if full else model.nv
     H = np.zeros((n, n))
