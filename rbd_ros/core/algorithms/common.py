@@ -8,6 +8,7 @@ when each kernel spelled it out."""
 import numpy as np
 from numba import njit
 
+from .._numba_compat import contiguous
 from ..joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
 from ..layout import H_NQ, H_NV, H_OFF_BODY, NCOL, R_END, bodies, offsets, vector
 from ..spatial import INLINE
@@ -108,6 +109,19 @@ def sub(x, y):
     """x -= y (1-D, y as long as x)."""
     for k in range(x.shape[0]):
         x[k] -= y[k]
+
+
+@njit(**INLINE)
+def fext_row(fext, n, none):
+    """Row n's per-body wrenches of a batch's ``fext``: fext[n] of an (N, nb, 6) array,
+    ``none`` (a (0, 6) array) for a (0, nb, 6) one (no f_ext)."""
+    return none if fext.shape[0] == 0 else fext[n]
+
+
+@njit(**INLINE)
+def no_fext(ws):
+    """A (0, 6) array (no f_ext), typed as a kernel's fext argument (C-contiguous)."""
+    return contiguous(ws, 0, (0, 6))
 
 
 # ---- the joint dispatch: X_J, S_i, S_i qd_i, S_i^T f (body i's frame, [w; v] order)

@@ -32,6 +32,7 @@ factorisation (only the lower triangle is part of the factor).
 import numpy as np
 from numba import njit
 
+from .._numba_compat import borrow
 from ..layout import ancestors
 from ..spatial import JIT
 
@@ -90,7 +91,8 @@ def ltdl_solve_inplace(mi, LD, x):
 @njit(**JIT)
 def ltdl_k(md, H):
     """Public entry: factorise H (nv x nv, a copy the caller owns) in place."""
-    mi = md.view(np.int64)      # the model's integer entries (layout.py)
+    md, H = borrow(md), borrow(H)   # no reference counts below
+    mi = md.view(np.int64)          # the model's integer entries (layout.py)
     for k in range(H.shape[0]):
         for j in range(H.shape[1]):
             if not np.abs(H[k, j]) < np.inf:
@@ -101,6 +103,7 @@ def ltdl_k(md, H):
 @njit(**JIT)
 def ltdl_solve_k(md, LD, X):
     """Public entry: solve for each row of X (m x nv) in place."""
-    mi = md.view(np.int64)      # the model's integer entries (layout.py)
+    md, LD, X = borrow(md), borrow(LD), borrow(X)
+    mi = md.view(np.int64)
     for r in range(X.shape[0]):
         ltdl_solve_inplace(mi, LD, X[r])

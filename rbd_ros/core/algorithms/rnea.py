@@ -36,8 +36,10 @@ from .common import (
     all_finite,
     check_state,
     fext_fits,
+    fext_row,
     fill,
     jcalc,
+    no_fext,
     sub,
 )
 
@@ -172,7 +174,7 @@ def world_placement(mi, ws, i, oR, oW):
 
 @njit(**JIT)
 def rnea_k(md, ws, q, v, a, out):
-    return rnea_into(md, ws, q, v, a, ws[:0].reshape((0, 6)), bool(0), bool(1), bool(1), out)
+    return rnea_into(md, ws, q, v, a, no_fext(ws), bool(0), bool(1), bool(1), out)
 
 
 # with f_ext: rnea_into itself (no wrapper kernel, ~0.5 s less compile: see aba.aba_k)
@@ -181,26 +183,21 @@ rnea_fext_k = rnea_into
 
 @njit(**JIT)
 def gravity_k(md, ws, q, out):
-    return rnea_into(md, ws, q, q, q, ws[:0].reshape((0, 6)), bool(0), bool(0), bool(0), out)
+    return rnea_into(md, ws, q, q, q, no_fext(ws), bool(0), bool(0), bool(0), out)
 
 
 @njit(**JIT)
 def bias_k(md, ws, q, v, out):
-    return rnea_into(md, ws, q, v, v, ws[:0].reshape((0, 6)), bool(0), bool(1), bool(0), out)
+    return rnea_into(md, ws, q, v, v, no_fext(ws), bool(0), bool(1), bool(0), out)
 
 
 @njit(**JIT)
 def rnea_batch_k(md, Q, V, A, fext, fext_world, use_v, use_a, OUT, status, start, stop):
     """Row n of OUT = rnea(Q[n], V[n], A[n], fext[n]) for start <= n < stop; fext is
-    (N, nb, 6) or (0, nb, 6).
-    Serial, one workspace: ``batch.run_batch`` gives each thread one range (the
-    kernel releases the GIL, so Python threads run the ranges in parallel; a serial
-    kernel is cached by numba, a ``prange`` one would be recompiled in every process)."""
-    N = Q.shape[0]
+    (N, nb, 6) or (0, nb, 6) (serial, one workspace: ``batch.run_batch`` runs row ranges
+    on threads: the kernel releases the GIL, and a serial kernel is cached by numba, a
+    ``prange`` one would be recompiled in every process)."""
     ws = np.empty(workspace_size(md))
-    nofext = ws[:0].reshape((0, 6))
+    none = no_fext(ws)
     for n in range(start, stop):
-        if fext.shape[0] == N:
-            status[n] = rnea_into(md, ws, Q[n], V[n], A[n], fext[n], fext_world, use_v, use_a, OUT[n])
-        else:
-            status[n] = rnea_into(md, ws, Q[n], V[n], A[n], nofext, fext_world, use_v, use_a, OUT[n])
+        status[n] = rnea_into(md, ws, Q[n], V[n], A[n], fext_row(fext, n, none), fext_world, use_v, use_a, OUT[n])
