@@ -61,3 +61,22 @@ def test_the_checker_sees_an_unexplained_import(tmp_path):
 def test_no_module_over_500_lines():
     long = {os.path.relpath(p, ROOT): n for p in SOURCES if (n := len(open(p).read().splitlines())) > 500}
     assert long == {}
+
+
+def _long_functions(path, limit):
+    """(name, lines) of every function in ``path`` longer than ``limit`` lines."""
+    tree = ast.parse(open(path).read())
+    return [(n.name, n.end_lineno - n.lineno + 1) for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > limit]
+
+
+def test_no_kernel_function_over_80_lines(tmp_path):
+    """The kernels read pass by pass over per-body views (issue 23): no function in
+    core/algorithms is over 80 lines."""
+    kernels = glob.glob(os.path.join(ROOT, "rbd_ros", "core", "algorithms", "*.py"))
+    assert kernels
+    long = {os.path.relpath(p, ROOT): f for p in kernels if (f := _long_functions(p, 80))}
+    assert long == {}
+    f = tmp_path / "m.py"                   # the sentinel: a long one is seen
+    f.write_text("def f():\n" + "    x = 1\n" * 80 + "    return x\n")
+    assert _long_functions(str(f), 80) == [("f", 82)]

@@ -28,9 +28,8 @@ kernels pass per-body views of their workspace (``X[i]``, ``v[p]``: see
 written out.  Every function is inlined into its caller (numba IR level), so a
 view costs no call and no reference count.
 
-The same operations on flat arrays addressed by offset (``x_motion(X, ox, m,
-om, out, oo)`` and so on, at the end of this module) call these on views of
-those arrays.
+``x_motion_inv`` and ``cross_motion`` (at the end) take flat arrays addressed
+by offset instead and call ``Xinv_m`` and ``crm`` on views of them.
 """
 import numpy as np
 from numba import njit
@@ -395,10 +394,12 @@ def XT_M_X_add(X, M, tmp, out):
 
 
 @njit(**JIT)
-def solve6(M, b, L, x):
-    """Solve M x = b for a symmetric positive-definite 6x6 M, factorising into L
-    (6 x 6).  Returns False if M is not positive definite."""
-    for i in range(6):
+def cholesky_solve(M, L, x):
+    """Solve M y = x in place for a symmetric positive-definite n x n M, factorising
+    M = L L^T into the lower triangle of L (L may be M itself: M is then overwritten).
+    Returns False if M is not positive definite."""
+    n = M.shape[0]
+    for i in range(n):
         for j in range(i + 1):
             s = M[i, j]
             for k in range(j):
@@ -409,39 +410,28 @@ def solve6(M, b, L, x):
                 L[i, i] = np.sqrt(s)
             else:
                 L[i, j] = s / L[j, j]
-    for i in range(6):
-        s = b[i]
+    for i in range(n):
+        s = x[i]
         for k in range(i):
             s -= L[i, k] * x[k]
         x[i] = s / L[i, i]
-    for i in range(5, -1, -1):
+    for i in range(n - 1, -1, -1):
         s = x[i]
-        for k in range(i + 1, 6):
+        for k in range(i + 1, n):
             s -= L[k, i] * x[k]
         x[i] = s / L[i, i]
     return True
 
 
 # ----------------------------------------------------------------------------
-# the same on flat arrays addressed by offset: an operand is (flat array, start
-# offset); a transform at o is E at o..o+8 and r at o+9..o+11, an inertia m at
-# o, h at o+1..o+3, Ibar at o+4..o+12, a 6x6 matrix 36 numbers row-major
+# two of them on flat arrays addressed by offset (an operand is (flat array, start
+# offset); a transform at o is E at o..o+8 and r at o+9..o+11), for code that
+# addresses the workspace by offset (constraints)
 # ----------------------------------------------------------------------------
 
 @njit(**INLINE)
 def _v(a, o, n):
     return strided(a, o, (n,), (1,))
-
-
-@njit(**INLINE)
-def _m6(a, o):
-    return strided(a, o, (6, 6), (6, 1))
-
-
-@njit(**INLINE)
-def x_motion(X, ox, m, om, out, oo):
-    """out = X m (``Xm``)."""
-    Xm(_v(X, ox, 12), _v(m, om, 6), _v(out, oo, 6))
 
 
 @njit(**INLINE)
@@ -451,60 +441,6 @@ def x_motion_inv(X, ox, m, om, out, oo):
 
 
 @njit(**INLINE)
-def x_force(X, ox, f, of, out, oo):
-    """out = X* f (``Xstar_f``)."""
-    Xstar_f(_v(X, ox, 12), _v(f, of, 6), _v(out, oo, 6))
-
-
-@njit(**INLINE)
-def xT_force_add(X, ox, f, of, out, oo):
-    """out += X^T f (``XT_f_add``)."""
-    XT_f_add(_v(X, ox, 12), _v(f, of, 6), _v(out, oo, 6))
-
-
-@njit(**INLINE)
 def cross_motion(v, ov, m, om, out, oo):
     """out = v x m (``crm``)."""
     crm(_v(v, ov, 6), _v(m, om, 6), _v(out, oo, 6))
-
-
-@njit(**INLINE)
-def cross_force_add(v, ov, f, of, out, oo):
-    """out += v x* f (``crf_add``)."""
-    crf_add(_v(v, ov, 6), _v(f, of, 6), _v(out, oo, 6))
-
-
-@njit(**INLINE)
-def inertia_mul(I, oi, v, ov, out, oo):
-    """out = I v (``I_m``)."""
-    I_m(_v(I, oi, 13), _v(v, ov, 6), _v(out, oo, 6))
-
-
-@njit(**INLINE)
-def inertia_xT_add(X, ox, I, oi, out, oo):
-    """out += X^T I X (``XT_I_X_add``)."""
-    XT_I_X_add(_v(X, ox, 12), _v(I, oi, 13), _v(out, oo, 13))
-
-
-@njit(**INLINE)
-def inertia_xT_set(X, ox, I, oi, out, oo):
-    """out = X^T I X (``XT_I_X``)."""
-    XT_I_X(_v(X, ox, 12), _v(I, oi, 13), _v(out, oo, 13))
-
-
-@njit(**INLINE)
-def inertia_to_mat6(I, oi, out, oo):
-    """The 6x6 matrix of the inertia at I[oi:], row-major at out[oo:] (``I_to_mat6``)."""
-    I_to_mat6(_v(I, oi, 13), _m6(out, oo))
-
-
-@njit(**INLINE)
-def mat6_xT_X_add(X, ox, M, om, tmp, ot, out, oo):
-    """out += X^T M X, 36 scratch numbers at tmp[ot:] (``XT_M_X_add``)."""
-    XT_M_X_add(_v(X, ox, 12), _m6(M, om), _v(tmp, ot, 36), _m6(out, oo))
-
-
-@njit(**JIT)
-def chol6_solve(M, om, b, ob, L, ol, out, oo):
-    """Solve M x = b, factorising into L (``solve6``)."""
-    return solve6(_m6(M, om), _v(b, ob, 6), _m6(L, ol), _v(out, oo, 6))

@@ -96,7 +96,7 @@ from ..layout import (
     workspace_size,
     world_slots,
 )
-from ..spatial import INLINE, JIT, XT_I_X, I_m, I_to_mat6, Xinv_m, Xm, XT_f_add, crf_add, crm, solve6
+from ..spatial import INLINE, JIT, XT_I_X, I_m, I_to_mat6, Xinv_m, Xm, XT_f_add, cholesky_solve, crf_add, crm
 from .common import (
     BAD_FEXT,
     BAD_QUAT,
@@ -277,11 +277,10 @@ def free_joint_accel(X0i, IAi, Di, pAi, Fi, ap, ai, t, qdd_full, fv):
     """a_i = (I^A_i)^-1 (F_i - p^A_i) (a 6x6 Cholesky solve of the copy D_i of I^A_i);
     qdd = X0_i (a_i - a') in the body frame, into qdd_full[fv:fv+6] (user order [v; w]).
     False if a pivot is not positive relative to I^A_i's diagonal.  ``t``: 60 numbers."""
-    rhs = vector(t, 0, 6)
     L = rows(t, 6, 6, 6, 6)
     for k in range(6):
-        rhs[k] = Fi[k] - pAi[k]
-    if not solve6(Di, rhs, L, ai):
+        ai[k] = Fi[k] - pAi[k]
+    if not cholesky_solve(Di, L, ai):
         return False
     for k in range(6):      # pivots L_kk^2 relative to the diagonal of I^A
         if not L[k, k] * L[k, k] > PIVOT_TOL * Di[k, k]:
@@ -328,7 +327,7 @@ def mimic_constraints(md, ws, qdd_full, rhs):
         for k in range(nmim):
             K[r, k] = Y[k, fi] - m * Y[k, fk]
         lam[r] = -(qdd_full[fi] - m * qdd_full[fk])
-    if not cholesky_solve(K, lam):
+    if not cholesky_solve(K, K, lam):
         return False
     for r in range(nmim):
         for k in range(nvf):
@@ -380,34 +379,6 @@ def aba_into(md, ws, q, qd, tau, fext, fext_world, qdd):
             for k in range(ncols(B, i)):
                 qdd[B.vi[i] + k] = qdd_full[B.fv[i] + k]
     return finite_result(OK, qdd)
-
-
-@njit(**JIT)
-def cholesky_solve(K, x):
-    """Solve K y = x in place (K symmetric positive definite, overwritten)."""
-    n = K.shape[0]
-    for i in range(n):
-        for j in range(i + 1):
-            s = K[i, j]
-            for k in range(j):
-                s -= K[i, k] * K[j, k]
-            if i == j:
-                if not s > 0.0:
-                    return False
-                K[i, i] = np.sqrt(s)
-            else:
-                K[i, j] = s / K[j, j]
-    for i in range(n):
-        s = x[i]
-        for k in range(i):
-            s -= K[i, k] * x[k]
-        x[i] = s / K[i, i]
-    for i in range(n - 1, -1, -1):
-        s = x[i]
-        for k in range(i + 1, n):
-            s -= K[k, i] * x[k]
-        x[i] = s / K[i, i]
-    return True
 
 
 # The single-call entry point is aba_into itself, with or without f_ext (a (0, 6) fext:
