@@ -37,6 +37,11 @@ from numba import njit
 from ._numba_compat import strided
 
 JIT = dict(cache=True, nogil=True, fastmath=False, error_model="numpy")
+# Single-call entry points (called from Python once per state) keep the GIL: releasing
+# and retaking it costs ~100 ns per call (~400 instructions; bench/RESULTS.md), a large
+# part of a small arm's call, and hands a Python thread waiting for the GIL the
+# interpreter until its switch interval.  Batch kernels (row ranges on threads) release it.
+ENTRY = dict(JIT, nogil=False)
 # small helpers are inlined at the numba IR level so that the views they take
 # do not cost reference-count traffic in the hot loops
 INLINE = dict(JIT, inline="always")

@@ -96,7 +96,7 @@ from ..layout import (
     workspace_size,
     world_slots,
 )
-from ..spatial import INLINE, JIT, XT_I_X, I_m, I_to_mat6, Xinv_m, Xm, XT_f_add, cholesky_solve, crf_add, crm
+from ..spatial import ENTRY, INLINE, JIT, XT_I_X, I_m, I_to_mat6, Xinv_m, Xm, XT_f_add, cholesky_solve, crf_add, crm
 from .common import (
     BAD_FEXT,
     BAD_QUAT,
@@ -335,7 +335,7 @@ def mimic_constraints(md, ws, qdd_full, rhs):
     return True
 
 
-@njit(**JIT)
+@njit(**ENTRY)
 def aba_into(md, ws, q, qd, tau, fext, fext_world, qdd):
     """ABA into ``qdd``; SINGULAR where a pivot is (nearly) singular, for the caller's
     CRBA + LᵀDL fallback (module docstring).  fext, fext_world: as rnea_into."""

@@ -16,7 +16,7 @@ from numba import njit
 
 from .._numba_compat import borrow, contiguous
 from ..layout import H_NV, R_MAT, R_VEC, offsets
-from ..spatial import INLINE, JIT
+from ..spatial import ENTRY, INLINE
 from .common import BAD_DOFS, BAD_RESULT, BAD_SHAPE, OK, all_finite, no_fext
 from .crba import crba_into
 from .rnea import rnea_into
@@ -30,7 +30,7 @@ def gather_finite(x, dofs, out):
     return all_finite(out)
 
 
-@njit(**JIT)
+@njit(**ENTRY)
 def compensation_k(md, ws, q, v, dofs, want_b, want_h, g_out, b_out, h_out):
     """g (and b if want_b, H if want_h) gathered by ``dofs`` into g_out, b_out, h_out.
     Returns a status code."""

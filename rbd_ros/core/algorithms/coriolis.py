@@ -26,7 +26,7 @@ from numba import njit
 
 from .._numba_compat import borrow, contiguous
 from ..layout import H_NV, R_END, R_MAT, bodies, cor_slots, offsets, rnea_slots, scratch, vector, world_slots
-from ..spatial import JIT, I_to_mat6, Xinv_m, XT_M_X_add, crm
+from ..spatial import ENTRY, JIT, I_to_mat6, Xinv_m, XT_M_X_add, crm
 from .common import (
     BAD_QUAT,
     BAD_SHAPE,
@@ -125,7 +125,7 @@ def _add_entries(B, i, S, Sd, Ic, Bc, C, t):
             j = B.parent[j]
 
 
-@njit(**JIT)
+@njit(**ENTRY)
 def coriolis_into(md, ws, q, qd, C):
     """C(q, qd) into ``C`` (nv x nv).  Returns a status code (BAD_SHAPE: see rnea_into)."""
     md, ws, q, qd, C = borrow(md), borrow(ws), borrow(q), borrow(qd), borrow(C)   # no reference counts below
@@ -165,7 +165,7 @@ def coriolis_into(md, ws, q, qd, C):
 coriolis_k = coriolis_into   # the entry point (no wrapper kernel: see aba.aba_k)
 
 
-@njit(**JIT)
+@njit(**ENTRY)
 def coriolis_transpose_v_k(md, ws, q, v, out):
     """out = C(q, v)ᵀ v, exactly (the momentum observer's term: along any motion
     d/dt (H v) = tau + tau_ext + Cᵀ v - g, because Ḣ = C + Cᵀ).  C is built in the

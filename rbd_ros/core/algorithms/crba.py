@@ -48,7 +48,7 @@ from ..layout import (
     workspace_size,
     world_slots,
 )
-from ..spatial import INLINE, JIT, XT_I_X, I_m, Xinv_m
+from ..spatial import ENTRY, INLINE, JIT, XT_I_X, I_m, Xinv_m
 from .common import (
     BAD_QUAT,
     OK,
@@ -130,7 +130,7 @@ def add_H_entries(B, i, n, S, F, fast, H):
                 H[db, da] = x
 
 
-@njit(**JIT)
+@njit(**ENTRY)
 def crba_into(md, ws, q, H):
     """H(q) into ``H`` (nv x nv).  Returns a status code (BAD_SHAPE: see rnea_into)."""
     md, ws, q, H = borrow(md), borrow(ws), borrow(q), borrow(H)     # no reference counts below

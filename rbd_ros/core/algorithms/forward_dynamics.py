@@ -14,14 +14,14 @@ from numba import njit
 
 from .._numba_compat import borrow, contiguous
 from ..layout import H_NV, R_MAT, offsets, workspace_size
-from ..spatial import JIT
+from ..spatial import ENTRY, JIT
 from .common import BAD_A, BAD_SHAPE, OK, SINGULAR, all_finite, fext_row, finite_result, no_fext
 from .crba import crba_into
 from .ltdl import ltdl_factor, ltdl_solve_inplace
 from .rnea import rnea_into
 
 
-@njit(**JIT)
+@njit(**ENTRY)
 def forward_dynamics_into(md, ws, q, v, tau, fext, fext_world, qdd):
     """qdd = FD(q, v, tau, fext) into ``qdd`` (fext, fext_world: as rnea_into).  Returns
     a status code."""

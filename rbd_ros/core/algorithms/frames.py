@@ -31,7 +31,7 @@ from numba import njit
 from .._numba_compat import borrow, strided
 from ..joints import FREE
 from ..layout import H_NV, bodies, offsets, rnea_slots, scratch, vector, world_slots
-from ..spatial import INLINE, JIT, Xinv_m, crm
+from ..spatial import ENTRY, INLINE, JIT, Xinv_m, crm
 from .common import BAD_QUAT, OK, S_column, add, check_state, fill, finite_result, jcalc, joint_velocity
 from .rnea import world_transform
 
@@ -186,16 +186,16 @@ def classical_acceleration(vb, ab, X0b, placement, reference, out, t):
 
 # ---- entry points (flags as bool(0) / bool(1): one compiled frame_into, see rnea.py)
 
-@njit(**JIT)
+@njit(**ENTRY)
 def frame_jacobian_k(md, ws, q, body, placement, reference, out):
     return frame_into(md, ws, q, q, q, bool(0), bool(0), body, placement, reference, out)
 
 
-@njit(**JIT)
+@njit(**ENTRY)
 def frame_velocity_k(md, ws, q, v, body, placement, reference, out):
     return frame_into(md, ws, q, v, v, bool(1), bool(0), body, placement, reference, out)
 
 
-@njit(**JIT)
+@njit(**ENTRY)
 def frame_acceleration_k(md, ws, q, v, a, body, placement, reference, out):
     return frame_into(md, ws, q, v, a, bool(1), bool(1), body, placement, reference, out)

@@ -34,7 +34,7 @@ from numba import njit
 
 from .._numba_compat import borrow
 from ..layout import ancestors
-from ..spatial import JIT
+from ..spatial import ENTRY, JIT
 
 PIVOT_TOL = 1e-10         # relative pivot below which H counts as singular (module docstring)
 
@@ -88,7 +88,7 @@ def ltdl_solve_inplace(mi, LD, x):
         x[i] = xi
 
 
-@njit(**JIT)
+@njit(**ENTRY)
 def ltdl_k(md, H):
     """Public entry: factorise H (nv x nv, a copy the caller owns) in place."""
     md, H = borrow(md), borrow(H)   # no reference counts below
@@ -100,7 +100,7 @@ def ltdl_k(md, H):
     return ltdl_factor(mi, H)
 
 
-@njit(**JIT)
+@njit(**ENTRY)
 def ltdl_solve_k(md, LD, X):
     """Public entry: solve for each row of X (m x nv) in place."""
     md, LD, X = borrow(md), borrow(LD), borrow(X)

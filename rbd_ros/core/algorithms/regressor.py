@@ -21,7 +21,7 @@ from numba import njit
 
 from .._numba_compat import borrow, contiguous
 from ..layout import H_NV, bodies, cor_slots, gravity, offsets, rnea_slots, scratch, vector, workspace_size, world_slots
-from ..spatial import INLINE, JIT, Xinv_m, XT_f_add
+from ..spatial import ENTRY, INLINE, JIT, Xinv_m, XT_f_add
 from .common import (
     BAD_QUAT,
     OK,
@@ -155,7 +155,7 @@ def regressor_into(md, ws, q, qd, qdd, Y):
     return finite_result(OK, Y)
 
 
-@njit(**JIT)
+@njit(**ENTRY)
 def regressor_k(md, ws, q, v, a, out):
     return regressor_into(md, ws, q, v, a, out)
 

@@ -25,7 +25,7 @@ from numba import njit
 
 from .._numba_compat import borrow
 from ..layout import H_NV, armature, bodies, gravity, offsets, rnea_slots, scratch, vector, workspace_size, world_slots
-from ..spatial import INLINE, JIT, I_m, X_compose, Xm, Xstar_f, XT_f_add, crf_add
+from ..spatial import ENTRY, INLINE, JIT, I_m, X_compose, Xm, Xstar_f, XT_f_add, crf_add
 from .common import (
     BAD_FEXT,
     BAD_QUAT,
@@ -94,7 +94,7 @@ def body_force(I, vi, ai, use_v, use_a, Iv, fi):
         crf_add(vi, Iv, fi)
 
 
-@njit(**JIT)
+@njit(**ENTRY)
 def rnea_into(md, ws, q, qd, qdd, fext, fext_world, use_v, use_a, tau):
     """tau = ID(q, qd, qdd, fext) into ``tau`` (length nv).
 
@@ -172,7 +172,7 @@ def world_placement(mi, ws, i, oR, oW):
 # compensation, forward dynamics: five copies); ``bool(c)`` is a plain ``boolean``,
 # so every caller shares one compiled ``rnea_into`` (LLVM still sees the constant).
 
-@njit(**JIT)
+@njit(**ENTRY)
 def rnea_k(md, ws, q, v, a, out):
     return rnea_into(md, ws, q, v, a, no_fext(ws), bool(0), bool(1), bool(1), out)
 
@@ -181,12 +181,12 @@ def rnea_k(md, ws, q, v, a, out):
 rnea_fext_k = rnea_into
 
 
-@njit(**JIT)
+@njit(**ENTRY)
 def gravity_k(md, ws, q, out):
     return rnea_into(md, ws, q, q, q, no_fext(ws), bool(0), bool(0), bool(0), out)
 
 
-@njit(**JIT)
+@njit(**ENTRY)
 def bias_k(md, ws, q, v, out):
     return rnea_into(md, ws, q, v, v, no_fext(ws), bool(0), bool(1), bool(0), out)
 
