@@ -5,6 +5,7 @@ function, and Pinocchio's call for the same quantity.
     python bench/overhead.py [--robots panda] [--rounds 31] [--calls 2000]
     python bench/overhead.py --callgrind [--calls 2000]   # instruction counts instead
     python bench/overhead.py --root DIR                   # another checkout's rbd_ros (same layout)
+    python bench/overhead.py --pieces [--callgrind]       # what the layers around a kernel are made of
 
 Levels, per function, on one state (the same kind of state as bench.py):
 
@@ -14,6 +15,10 @@ Levels, per function, on one state (the same kind of state as bench.py):
 * ``public``: ``rbd.<name>(model, ...)`` (adds the fast path: the guard, the result's
   allocation, the status test);
 * ``pinocchio``: Pinocchio 4's Python call for the same quantity (as bench.py times it).
+
+``--pieces`` times the parts of that overhead instead: numba's dispatcher on an empty
+kernel of 0..6 array arguments (with and without releasing the GIL), and the Python
+work of a public fast path (a call, ``np.empty``, the workspace lookup).
 
 Timed mode: interleaved rounds (one sample of each level in turn), the median per
 level over rounds and the median of the per-round ratios public / pinocchio; the
@@ -189,6 +194,56 @@ def cases(robot: str, seed: int = 0):
 KERNEL_CALLS = 100      # kernel calls per call of a kernel-level loop
 
 
+# ---- pieces of the overhead: empty kernels of 0..6 arrays, and a public path's Python work
+
+@njit(cache=True, nogil=False)
+def _k0():
+    return 0
+
+
+@njit(cache=True, nogil=False)
+def _k2(a, b):
+    return 0
+
+
+@njit(cache=True, nogil=False)
+def _k4(a, b, c, d):
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def _k4_nogil(a, b, c, d):
+    return 0
+
+
+@njit(cache=True, nogil=False)
+def _k6(a, b, c, d, e, f):
+    return 0
+
+
+def pieces():
+    """{piece: (callable, calls per call)}: the parts a public call is made of."""
+    m = rbd.Model.from_urdf(orc.robot_urdf("panda"), mimic=False)
+    x = np.zeros(m.nv)
+    H = np.zeros((m.nv, m.nv))
+    md = m.md_k
+    rbd.gravity(m, m.neutral())            # this thread's workspace exists
+    res = {
+        "python call of a lambda": (lambda: None, 1),
+        "empty kernel, 0 arrays": (lambda: _k0(), 1),
+        "empty kernel, 2 arrays": (lambda: _k2(md, x), 1),
+        "empty kernel, 4 arrays": (lambda: _k4(md, x, x, H), 1),
+        "empty kernel, 4 arrays, nogil": (lambda: _k4_nogil(md, x, x, H), 1),
+        "empty kernel, 6 arrays": (lambda: _k6(md, x, x, x, x, H), 1),
+        "np.empty(nv)": (lambda: np.empty(m._nv), 1),
+        "np.empty((nv, nv))": (lambda: np.empty(m._shape_H), 1),
+        "model.md_k, model._tls.ws": (lambda: (m.md_k, m._tls.ws), 1),
+    }
+    for fn, _ in res.values():
+        fn()
+    return res
+
+
 def per_call_ns(fn, per, n):
     r = range(n)
     t = time.perf_counter_ns()
@@ -218,6 +273,19 @@ def timed(robots, rounds, calls):
                   f" {med[1] - med[0]:7.0f} {med[2] - med[1]:8.0f} {ratio:8.2f}", flush=True)
 
 
+def timed_pieces(rounds, calls):
+    table = pieces()
+    fns = list(table.values())
+    samples = [[] for _ in fns]
+    for _ in range(rounds):
+        for (fn, per), acc in zip(fns, samples, strict=True):
+            acc.append(per_call_ns(fn, per, calls))
+    print(f"median ns per call over {rounds} interleaved rounds of {calls} calls (each includes the loop and "
+          f"lambda call); load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    for name, acc in zip(table, samples, strict=True):
+        print(f"  {name:36s} {statistics.median(acc):8.0f}")
+
+
 # ---- callgrind: each measurement runs inside one call of itertools.dropwhile's C
 # ``dropwhile_next`` (the predicate runs it), the toggle: a C function that calls back into
 # Python and that numba, numpy and Pinocchio do not use (functools.reduce: thousands of calls)
@@ -231,10 +299,15 @@ def _measure_once(fn, n):
     next(itertools.dropwhile(lambda _: _run(fn, n), (0,)))
 
 
-def child(robots, calls, listing):
+def child(robots, calls, listing, with_pieces=False):
     """Run under callgrind: every (robot, function, level) once, each in its own dump."""
     order = []
     work = []
+    if with_pieces:
+        for name, (fn, _per) in pieces().items():
+            order.append(f"pieces {name.replace(' ', '_')} - {calls}")
+            work.append((fn, calls))
+        robots = []
     for robot in robots:
         table = cases(robot)
         for name, levels in table.items():
@@ -249,11 +322,11 @@ def child(robots, calls, listing):
         _measure_once(fn, n)
 
 
-def callgrind(robots, calls):
+def callgrind(robots, calls, with_pieces=False):
     out = tempfile.mkdtemp(prefix="rbd_overhead_cg_")
     listing = os.path.join(out, "order.txt")
     me = [sys.executable, os.path.abspath(__file__), "--root", ROOT, "--robots", ",".join(robots),
-          "--calls", str(calls)]
+          "--calls", str(calls)] + (["--pieces"] if with_pieces else [])
     subprocess.run(me + ["--child", listing], check=True)      # compiles what is not cached, outside valgrind
     subprocess.run(["valgrind", "--tool=callgrind", "--trace-children=yes", "--collect-atstart=no",
                     "--toggle-collect=dropwhile_next", "--dump-after=dropwhile_next",
@@ -269,6 +342,12 @@ def callgrind(robots, calls):
                 if line.startswith(("summary:", "totals:")):
                     counts.append(int(line.split()[1]))
                     break
+    if with_pieces:
+        print(f"instructions per call (callgrind; {calls} calls each; each includes the loop and lambda call)")
+        for what, c in zip(order, counts, strict=True):
+            _, name, _, n = what.split()
+            print(f"  {name.replace('_', ' '):36s} {c / int(n):8.0f}")
+        return
     rows = {}
     for what, c in zip(order, counts, strict=True):
         robot, name, level, n = what.split()
@@ -290,14 +369,17 @@ def main():
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--callgrind", action="store_true", help="instruction counts under valgrind instead of times")
     ap.add_argument("--root", default=ROOT, help="the checkout whose rbd_ros is measured (default: this one)")
+    ap.add_argument("--pieces", action="store_true", help="the parts of the overhead instead (see above)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     robots = a.robots.split(",")
     print(f"rbd_ros from {ROOT}") if a.child is None else None
     if a.child:
-        child(robots, a.calls, a.child)
+        child(robots, a.calls, a.child, a.pieces)
     elif a.callgrind:
-        callgrind(robots, a.calls)
+        callgrind(robots, a.calls, a.pieces)
+    elif a.pieces:
+        timed_pieces(a.rounds, a.calls)
     else:
         timed(robots, a.rounds, a.calls)
 

@@ -183,6 +183,7 @@ def crba_batch_k(md, Q, OUT, status, start, stop):
     Serial, one workspace: ``batch.run_batch`` gives each thread one range (the
     kernel releases the GIL, so Python threads run the ranges in parallel; a serial
     kernel is cached by numba, a ``prange`` one would be recompiled in every process)."""
-    ws = np.empty(workspace_size(md))
+    md, Q, OUT, status = borrow(md), borrow(Q), borrow(OUT), borrow(status)
+    ws = np.empty(workspace_size(md))     # owned here (not borrowed): kept alive by its uses
     for n in range(start, stop):
         status[n] = crba_into(md, ws, Q[n], OUT[n])

@@ -56,7 +56,9 @@ forward_dynamics_k = forward_dynamics_into
 def forward_dynamics_batch_k(md, Q, V, T, fext, fext_world, OUT, status, start, stop):
     """Row n of OUT = forward_dynamics(Q[n], V[n], T[n], fext[n]) for start <= n < stop
     (serial, one workspace: ``batch.run_batch`` runs row ranges on threads)."""
-    ws = np.empty(workspace_size(md))
+    md, Q, V = borrow(md), borrow(Q), borrow(V)
+    T, fext, OUT, status = borrow(T), borrow(fext), borrow(OUT), borrow(status)
+    ws = np.empty(workspace_size(md))     # owned here (not borrowed): kept alive by its uses
     none = no_fext(ws)
     for n in range(start, stop):
         status[n] = forward_dynamics_into(md, ws, Q[n], V[n], T[n], fext_row(fext, n, none), fext_world, OUT[n])

@@ -164,6 +164,7 @@ def regressor_k(md, ws, q, v, a, out):
 def regressor_batch_k(md, Q, V, A, OUT, status, start, stop):
     """OUT[n] = Y(Q[n], V[n], A[n]) for start <= n < stop (serial, one workspace;
     ``batch.run_batch`` gives each thread one range)."""
-    ws = np.empty(workspace_size(md))
+    md, Q, V, A, OUT, status = borrow(md), borrow(Q), borrow(V), borrow(A), borrow(OUT), borrow(status)
+    ws = np.empty(workspace_size(md))     # owned here (not borrowed): kept alive by its uses
     for n in range(start, stop):
         status[n] = regressor_into(md, ws, Q[n], V[n], A[n], OUT[n])

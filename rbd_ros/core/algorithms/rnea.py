@@ -197,7 +197,9 @@ def rnea_batch_k(md, Q, V, A, fext, fext_world, use_v, use_a, OUT, status, start
     (N, nb, 6) or (0, nb, 6) (serial, one workspace: ``batch.run_batch`` runs row ranges
     on threads: the kernel releases the GIL, and a serial kernel is cached by numba, a
     ``prange`` one would be recompiled in every process)."""
-    ws = np.empty(workspace_size(md))
+    md, Q, V = borrow(md), borrow(Q), borrow(V)
+    A, fext, OUT, status = borrow(A), borrow(fext), borrow(OUT), borrow(status)
+    ws = np.empty(workspace_size(md))     # owned here (not borrowed): kept alive by its uses
     none = no_fext(ws)
     for n in range(start, stop):
         status[n] = rnea_into(md, ws, Q[n], V[n], A[n], fext_row(fext, n, none), fext_world, use_v, use_a, OUT[n])
