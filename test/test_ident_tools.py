@@ -17,6 +17,7 @@ from rbd_ros.robots import bundled_robot_path
 from rbd_ros.tools import identify as cli
 from rbd_ros.tools.recording import RecordingError, prepare, read_joint_states, write_joint_states_bag
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARM_URDF = bundled_robot_path("rbd_arm7")  # the nominal arm (ident_sim's, without MuJoCo)
 
 NAMES = [f"joint{i}" for i in range(1, 8)]
@@ -156,8 +157,18 @@ def test_cli_strict_and_max_cond_refuse(capsys, locked_bag):
     assert rc == 2 and "too little excitation: the condition number" in err
 
 
+def test_cli_without_rosbags_says_what_to_install(tmp_path, capsys, monkeypatch):
+    """rosbags has no rosdep key: on a ROS install without it, rbd_identify says what to install."""
+    for name in [m for m in sys.modules if m.split(".")[0] == "rosbags"] + ["rosbags"]:
+        monkeypatch.setitem(sys.modules, name, None)     # an import of it now fails as if not installed
+    (tmp_path / "bag").mkdir()
+    rc, _, err = _run(capsys, tmp_path / "bag", "--urdf", ARM_URDF)
+    assert rc == 2 and "rbd_identify: error: reading and writing rosbag2 needs the rosbags package" in err, err
+    assert "pip install rosbags" in err
+
+
 def test_console_script_is_registered():
-    with open(os.path.join(os.path.dirname(ARM_URDF), "..", "..", "setup.py")) as f:
+    with open(os.path.join(ROOT, "setup.py")) as f:     # the source tree's (ARM_URDF may be an installed copy)
         assert '"rbd_identify = rbd_ros.tools.identify:main"' in f.read()
     out = subprocess.run([sys.executable, "-m", "rbd_ros.tools.identify", "--help"], capture_output=True, text=True,
                          timeout=120)
