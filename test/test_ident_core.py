@@ -119,8 +119,12 @@ def test_too_little_excitation_is_refused(arm, data):
     # strict: refused, naming them
     with pytest.raises(ExcitationError, match=r"joints \['joint5', 'joint6', 'joint7'\] do not move .* 0 %, 0 %, 0 %"):
         identify(arm, still, v, a, tau, strict=True)
-    with pytest.raises(ValueError, match="min_moving_fraction"):
-        identify(arm, still, v, a, tau, min_moving_fraction=1.5)
+    for bad in (1.5, None, float("nan")):
+        with pytest.raises(ValueError, match="min_moving_fraction"):
+            identify(arm, still, v, a, tau, min_moving_fraction=bad)
+    # a robot at rest: nothing to identify
+    with pytest.raises(ExcitationError, match="no joint moves"):
+        identify(arm, np.tile(tr.q[0], (200, 1)), np.zeros((200, 7)), np.zeros((200, 7)), tau[:200])
 
 
 # ------------------------------------------------------------------ joints that do not move

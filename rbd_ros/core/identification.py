@@ -318,10 +318,13 @@ def identify(model, q, v, a, tau, *, friction=True, armature=True, prior_weight=
     N, nv, nb = T.shape[0], model.nv, model.nbodies
     names = ine.body_link_names(model)
     fit = _body_indices(model, bodies, names)
-    if not (np.isfinite(min_moving_fraction) and 0 <= min_moving_fraction <= 1):
-        raise ValueError(f"min_moving_fraction: expected a fraction in [0, 1], got {min_moving_fraction}")
+    if not (isinstance(min_moving_fraction, (int, float, np.number)) and 0 <= min_moving_fraction <= 1):
+        raise ValueError(f"min_moving_fraction: expected a fraction in [0, 1], got {min_moving_fraction!r}")
     still, moving = still_dofs(V, coulomb_min_velocity, min_moving_fraction)
     dofs = dof_names(model)
+    if np.all(still):
+        raise ExcitationError(f"too little excitation: no joint moves faster than coulomb_min_velocity = "
+                              f"{coulomb_min_velocity} in {100 * min_moving_fraction:g} % of the samples or more")
     if strict and np.any(still):
         bad = [dofs[j] for j in np.flatnonzero(still)]
         raise ExcitationError(f"too little excitation: joints {bad} do not move (faster than coulomb_min_velocity = "
