@@ -13,8 +13,10 @@ SOURCES = sorted(glob.glob(os.path.join(ROOT, "rbd_ros", "**", "*.py"), recursiv
 
 
 def test_import_graph_keeps_the_layer_contracts():
-    exe = os.path.join(os.path.dirname(sys.executable), "lint-imports")
-    p = subprocess.run([exe], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    # import-linter has no rosdep key: missing (colcon test), this test is skipped (oracles.py)
+    import importlinter  # noqa: F401
+    run = "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
+    p = subprocess.run([sys.executable, "-c", run], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
     assert "0 broken" in p.stdout and "no import cycle anywhere under rbd_ros KEPT" in p.stdout
 

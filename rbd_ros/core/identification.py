@@ -17,7 +17,7 @@ Cost, minimised over physically consistent parameters only:
   weighted by 1/RMS(tau_j)², i.e. two-step weighted least squares, Gautier 1997);
 * n: the number of rows used (joint j's rows where |qd_j| < ``coulomb_min_velocity``
   are left out when Coulomb friction is modelled: there the real friction is
-  stiction, not the tanh law);
+  stiction, not the tanh law; every row of a still DOF is left out, below);
 * the prior pulls every identified entry toward the model's own value with the
   scale s_k of that body: m0 for the mass, m0 ℓ for m c, m0 ℓ² for the inertia
   (m0 the body's URDF mass, ℓ = max(√(tr Σ0 / m0), 2 cm) the RMS distance of its
@@ -46,6 +46,21 @@ slow: the solver stops when the cost changes by < 1e-6 relative or after
 ``max_evaluations`` (the report's ``solver`` line says which).
 The data enter through their per-joint normal equations
 (p x p each), so the optimiser's cost does not grow with the number of samples.
+
+Still DOFs.  Real recordings have joints that do not move (gripper fingers,
+a locked wrist, a rail): a DOF whose speed reaches ``coulomb_min_velocity`` in
+fewer than ``min_moving_fraction`` of the samples is *still*.  The data say
+nothing about its friction and armature (their regressor columns are ~0), its
+measured torque is stiction or a brake's, not the model's, and the body it
+moves (its joint's child body) is rigid on its parent throughout, so only
+their sum is seen.  By default (``strict=False``) such a DOF's rows are left
+out, its friction and armature keep the model's values, so do the inertial
+parameters of every body that only still DOFs move (its parent body absorbs
+what the data see of the pair), and the base parameters and the condition
+number are those of data with those DOFs held at their median recorded
+position (``regression.base_parameters(still=...)``); the report lists them
+and why (``IdentificationReport.not_identified``).  ``strict=True`` raises
+ExcitationError instead.
 """
 from dataclasses import dataclass, field
 
@@ -68,6 +83,7 @@ from .regression import (
 DEFAULT_PRIOR_WEIGHT = 1e-3
 DEFAULT_VELOCITY_EPS = 0.01         # rad/s: the node's default friction_velocity_eps
 DEFAULT_COULOMB_MIN_VELOCITY = 0.05  # rad/s (m/s): rows of slower joints are left out when friction is modelled
+DEFAULT_MIN_MOVING_FRACTION = 0.02   # a DOF faster than coulomb_min_velocity in fewer of the samples is still
 LENGTH_FLOOR = 0.02                  # m: smallest body length scale ℓ of the prior
 
 
@@ -113,12 +129,12 @@ class IdentificationReport:
     body_names: list
     identified_bodies: list            # indices of the bodies whose 10 parameters were fitted
     n_samples: int
-    rows_used: np.ndarray              # per DOF: rows used (see coulomb_min_velocity)
-    rms_before: np.ndarray             # per DOF: RMS torque error of the given model on the used rows
+    rows_used: np.ndarray              # per DOF: rows used (see coulomb_min_velocity; 0 for a still DOF)
+    rms_before: np.ndarray             # per DOF: RMS torque error of the given model on the used rows (0: none)
     rms_after: np.ndarray              # per DOF: the same for the identified model
     condition_number: float            # of the weighted base regressor, columns normalised
     n_base: int                        # number of identifiable combinations (base parameters)
-    joint_noise: np.ndarray            # σ_j used as weights
+    joint_noise: np.ndarray            # σ_j used as weights (0 for a still DOF: not fitted)
     prior_weight: float
     velocity_eps: float
     params_before: np.ndarray          # (nb, 10)
@@ -128,6 +144,26 @@ class IdentificationReport:
     friction: tuple
     solver: str = ""
     base_description: list = field(default_factory=list)
+    moving_fraction: np.ndarray = None  # per DOF: fraction of the samples with |qd| >= coulomb_min_velocity
+    still_dofs: list = field(default_factory=list)    # names of the still DOFs (module docstring)
+    kept_bodies: list = field(default_factory=list)   # indices of the bodies only still DOFs move
+    min_moving_fraction: float = DEFAULT_MIN_MOVING_FRACTION
+    coulomb_min_velocity: float = DEFAULT_COULOMB_MIN_VELOCITY
+
+    def not_identified(self):
+        """One line per still DOF and per kept body: what kept the model's
+        values, and why (empty when every DOF moved)."""
+        lines = []
+        for name in self.still_dofs:
+            k = self.dof_names.index(name)
+            share, least = 100 * self.moving_fraction[k], 100 * self.min_moving_fraction
+            lines.append(f"joint {name}: still (faster than coulomb_min_velocity = {self.coulomb_min_velocity:g} "
+                         f"in {share:.3g} % of the samples, < {least:g} %): its friction and armature keep the "
+                         "model's values, its torques are not fitted")
+        for i in self.kept_bodies:
+            lines.append(f"body {self.body_names[i]}: moved only by still joints, so rigid on its parent in the "
+                         "data; its inertial parameters keep the model's values")
+        return lines
 
     def body_changes(self):
         """Per identified body: link, mass before/after (kg), COM before/after
@@ -152,8 +188,12 @@ class IdentificationReport:
                  f"{'joint':>16} {'rms before':>11} {'rms after':>10} {'sigma':>9} {'armature':>9} "
                  f"{'damping':>9} {'friction':>9}"]
         for k, n in enumerate(self.dof_names):
-            lines.append(f"{n:>16} {self.rms_before[k]:11.4g} {self.rms_after[k]:10.4g} {self.joint_noise[k]:9.3g} "
-                         f"{self.armature[1][k]:9.4g} {self.damping[1][k]:9.4g} {self.friction[1][k]:9.4g}")
+            if n in self.still_dofs:
+                fitted = f"{'still':>11} {'-':>10} {'-':>9}"
+            else:
+                fitted = f"{self.rms_before[k]:11.4g} {self.rms_after[k]:10.4g} {self.joint_noise[k]:9.3g}"
+            lines.append(f"{n:>16} {fitted} {self.armature[1][k]:9.4g} {self.damping[1][k]:9.4g} "
+                         f"{self.friction[1][k]:9.4g}")
         lines.append(f"{'body':>16} {'mass before':>11} {'after':>10} {'com shift mm':>12} {'dI/I':>7}")
         for c in self.body_changes():
             shift = f"{1e3 * c['com_shift']:12.2f}" if "com_shift" in c else f"{'-':>12}"
@@ -161,6 +201,10 @@ class IdentificationReport:
             lines.append(f"{c['body']:>16} {c['mass_before']:11.4g} {c['mass_after']:10.4g} {shift} {dI}")
         if self.solver:
             lines.append(f"solver: {self.solver}")
+        kept = self.not_identified()
+        if kept:
+            lines.append("not identified (kept the model's values):")
+            lines += [f"  {x}" for x in kept]
         return "\n".join(lines)
 
 
@@ -183,6 +227,25 @@ def _body_indices(model, bodies, names):
 def _extra_dofs(model):
     """DOFs that can take armature and friction: those of one-axis joints."""
     return [iv for t, iv in zip(model.joint_types, model.idx_v) if t not in ("floating", "planar")]
+
+
+def still_dofs(V, min_velocity, min_fraction):
+    """((nv,) bool, (nv,) float): the DOFs whose speed reaches ``min_velocity`` in
+    fewer than ``min_fraction`` of the samples, and every DOF's fraction."""
+    moving = np.mean(np.abs(V) >= min_velocity, axis=0)
+    return moving < min_fraction, moving
+
+
+def bodies_moved_only_by(model, still):
+    """Indices of the bodies whose joint's DOFs (a mimic joint: its master's) are
+    all in ``still`` (nv,) bool: rigid on their parent body in such data."""
+    t = model.tree
+    out = []
+    for i in range(model.nbodies):
+        n = 6 if t.joint_type[i] == "free" else 1
+        if np.all(still[t.v_index[i]:t.v_index[i] + n]):
+            out.append(i)
+    return out
 
 
 def coulomb_mask(model, V, friction_used, min_velocity):
@@ -225,7 +288,8 @@ def least_excited(Gw, names, k=3):
 @single_threaded_blas
 def identify(model, q, v, a, tau, *, friction=True, armature=True, prior_weight=DEFAULT_PRIOR_WEIGHT,
              joint_noise=None, velocity_eps=DEFAULT_VELOCITY_EPS, coulomb_min_velocity=DEFAULT_COULOMB_MIN_VELOCITY,
-             bodies=None, max_condition=None, max_evaluations=400, progress=None):
+             bodies=None, max_condition=None, max_evaluations=400, progress=None, strict=False,
+             min_moving_fraction=DEFAULT_MIN_MOVING_FRACTION):
     """(identified model, IdentificationReport) from N samples (arrays (N, nq),
     (N, nv), (N, nv), (N, nv); q, qd, qdd as the model orders them, tau the
     joint torques the actuators applied; filter and differentiate first, see
@@ -240,7 +304,9 @@ def identify(model, q, v, a, tau, *, friction=True, armature=True, prior_weight=
     regressor's condition number exceeds it; ``max_evaluations``: of the
     constrained solver (needed only when the unconstrained optimum is not
     physically consistent); ``progress(done, total)``: called while the
-    regressor is evaluated.
+    regressor is evaluated.  ``min_moving_fraction``, ``strict``: DOFs that
+    hardly move keep the model's values and are listed in the report
+    (``strict=True``: ExcitationError instead; module docstring).
 
     The identified model has the fitted parameters for its bodies (and
     ``damping``, ``friction``, ``armature``), no payloads (``model``'s payloads
@@ -252,10 +318,25 @@ def identify(model, q, v, a, tau, *, friction=True, armature=True, prior_weight=
     N, nv, nb = T.shape[0], model.nv, model.nbodies
     names = ine.body_link_names(model)
     fit = _body_indices(model, bodies, names)
+    if not (isinstance(min_moving_fraction, (int, float, np.number)) and 0 <= min_moving_fraction <= 1):
+        raise ValueError(f"min_moving_fraction: expected a fraction in [0, 1], got {min_moving_fraction!r}")
+    still, moving = still_dofs(V, coulomb_min_velocity, min_moving_fraction)
+    dofs = dof_names(model)
+    if np.all(still):
+        raise ExcitationError(f"too little excitation: no joint moves faster than coulomb_min_velocity = "
+                              f"{coulomb_min_velocity} in {100 * min_moving_fraction:g} % of the samples or more")
+    if strict and np.any(still):
+        bad = [dofs[j] for j in np.flatnonzero(still)]
+        raise ExcitationError(f"too little excitation: joints {bad} do not move (faster than coulomb_min_velocity = "
+                              f"{coulomb_min_velocity} in {', '.join(f'{100 * x:.3g} %' for x in moving[still])} of "
+                              f"the samples, < {100 * min_moving_fraction:g} %); without strict, their friction, "
+                              "armature and the bodies only they move keep the model's values")
+    kept = [i for i in bodies_moved_only_by(model, still) if i in fit]
+    fit = [i for i in fit if i not in kept]
     P0 = ine.inertial_parameters(model)
     pi0 = np.concatenate([P0.ravel(), model.armature, model.damping, model.friction])
     p = pi0.size
-    ext = np.array(_extra_dofs(model), dtype=int)
+    ext = np.array([j for j in _extra_dofs(model) if not still[j]], dtype=int)
     free = [10 * i + k for i in fit for k in range(10)]
     if armature:
         free += list(10 * nb + ext)
@@ -266,14 +347,16 @@ def identify(model, q, v, a, tau, *, friction=True, armature=True, prior_weight=
         raise ValueError(f"prior_weight: expected a finite number >= 0, got {prior_weight}")
 
     mask = coulomb_mask(model, V, friction or bool(np.any(model.friction)), coulomb_min_velocity)
+    mask[:, still] = False
     ne = normal_equations(model, Q, V, A, T, velocity_eps, mask,
                           None if progress is None else (lambda k: progress(k, N)))
-    if np.any(ne.n < 1):
-        bad = [dof_names(model)[j] for j in np.flatnonzero(ne.n < 1)]
+    if np.any((ne.n < 1) & ~still):
+        bad = [dofs[j] for j in np.flatnonzero((ne.n < 1) & ~still)]
         raise ExcitationError(f"too little excitation: joints {bad} never move faster than coulomb_min_velocity = "
                               f"{coulomb_min_velocity} "
                               "(no row left to fit them)")
-    base = base_parameters(model, free=free, velocity_eps=velocity_eps)
+    q_still = np.median(Q, axis=0) if np.any(still) else None
+    base = base_parameters(model, free=free, velocity_eps=velocity_eps, still=still, q_still=q_still)
     ind = base.independent
 
     # fixed part pi_c (free entries zero) moved to the right-hand side; base coordinates x = B pi
@@ -288,7 +371,8 @@ def identify(model, q, v, a, tau, *, friction=True, armature=True, prior_weight=
         sigma = sigma_floor(_noise((Gb, bb, cc, ne.n), w0), rms_tau)
     else:
         sigma = joint_sigma(joint_noise, nv)
-    w = 1.0 / sigma ** 2
+    w = np.where(still, 0.0, 1.0 / sigma ** 2)      # a still DOF has no rows (and so no weight)
+    sigma = np.where(still, 0.0, sigma)
     Gw, bw, n_rows = np.einsum("j,jkl->kl", w, Gb), w @ bb, float(np.sum(ne.n))
     cond = condition_number(Gw)
     pnames = parameter_names(model, names)
@@ -375,5 +459,7 @@ def identify(model, q, v, a, tau, *, friction=True, armature=True, prior_weight=
         n_base=base.rank, joint_noise=sigma, prior_weight=float(prior_weight), velocity_eps=float(velocity_eps),
         params_before=P0, params_after=P_hat, armature=(model.armature.copy(), out.armature.copy()),
         damping=(model.damping.copy(), out.damping.copy()), friction=(model.friction.copy(), out.friction.copy()),
-        solver=message, base_description=bnames)
+        solver=message, base_description=bnames, moving_fraction=moving,
+        still_dofs=[dofs[j] for j in np.flatnonzero(still)], kept_bodies=kept,
+        min_moving_fraction=float(min_moving_fraction), coulomb_min_velocity=float(coulomb_min_velocity))
     return out, report

@@ -198,17 +198,31 @@ def random_states(model, n, rng):
     return Q, rng.normal(size=(n, model.nv)), rng.normal(size=(n, model.nv))
 
 
-def base_parameters(model, free=None, n_samples=None, seed=0, rtol=1e-8, velocity_eps=1e-2):
+def base_parameters(model, free=None, n_samples=None, seed=0, rtol=1e-8, velocity_eps=1e-2, still=None,
+                    q_still=None):
     """BaseParameters of the ``free`` entries (indices into the full parameter
     vector; default all) from the regressor stacked over random states (QR with
     column pivoting of the column-normalised matrix; rank: |R_kk| > rtol |R_00|).
-    Columns whose norm is below 1e-10 of the largest are structurally zero."""
+    Columns whose norm is below 1e-10 of the largest are structurally zero.
+
+    ``still`` (nv,) bool: DOFs that do not move in the data (``identification``):
+    in every random state they keep the position ``q_still`` (nq,) (the
+    coordinates of joints all of whose DOFs are still), their velocity and
+    acceleration are 0 and their torque rows are left out, so the base
+    parameters are those such data can identify."""
     from scipy.linalg import qr  # heavy optional dependency (the identification extra)
     p = n_parameters(model)
     free = np.arange(p) if free is None else np.asarray(free, dtype=int)
     n = n_samples or max(50, 3 * len(free) // max(model.nv, 1) + 20)
     Q, V, A = random_states(model, n, np.random.default_rng(seed))
-    W = regressor_rows(model, Q, V, A, velocity_eps).reshape(-1, p)[:, free]
+    rows = np.ones(model.nv, dtype=bool)
+    if still is not None and np.any(still):
+        still = np.asarray(still, dtype=bool)
+        held = held_coordinates(model, still)
+        Q[:, held] = np.asarray(q_still, dtype=float)[held]
+        V[:, still] = A[:, still] = 0.0
+        rows = ~still
+    W = regressor_rows(model, Q, V, A, velocity_eps)[:, rows, :].reshape(-1, p)[:, free]
     norms = np.linalg.norm(W, axis=0)
     live = norms > 1e-10 * max(norms.max(), 1e-300)
     cols = np.flatnonzero(live)
@@ -223,6 +237,15 @@ def base_parameters(model, free=None, n_samples=None, seed=0, rtol=1e-8, velocit
     order = np.argsort(ind)
     K = np.concatenate([K[order], np.zeros((r, dead.size))], axis=1)
     return BaseParameters(independent=free[ind[order]], dependent=free[np.concatenate([dep, dead])], K=K, size=p)
+
+
+def held_coordinates(model, still):
+    """(nq,) bool: the q coordinates of the joints all of whose DOFs are in ``still`` (nv,) bool."""
+    held = np.zeros(model.nq, dtype=bool)
+    for iq, nq, iv, nv in zip(model.idx_q, model.joint_nq, model.idx_v, model.joint_nv):
+        if np.all(still[iv:iv + nv]):
+            held[iq:iq + nq] = True
+    return held
 
 
 def condition_number(G):

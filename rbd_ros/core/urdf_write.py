@@ -103,12 +103,15 @@ def _link_inertials(urdf_text, model):
     return out
 
 
-def identified_urdf(urdf_text, model, bodies=None, dynamics=False):
+def identified_urdf(urdf_text, model, bodies=None, dynamics=False, joints=None):
     """(new URDF text, notes) with the inertial parameters of ``model``'s
     bodies (``bodies``: indices, default every body with mass > 0) and, with
     ``dynamics``, ``<dynamics damping friction>`` of every one-axis DOF joint
-    from ``model.damping`` / ``model.friction`` (a mimic joint's own damping and
-    friction set to 0: its master carries them).  ``model`` must have been
+    (``joints``: their names, default all) from ``model.damping`` /
+    ``model.friction`` (a mimic joint's own damping and friction set to 0: its
+    master carries them); the elements of other bodies and joints are left as
+    they are, byte for byte (e.g. those an identification kept: its report's
+    ``identified_bodies`` and the joints not in ``still_dofs``).  ``model`` must have been
     built from ``urdf_text`` (same links and joints).  Notes: one line per
     body whose merged links' inertials were folded (module docstring)."""
     data = urdf_text.encode("utf-8") if isinstance(urdf_text, str) else bytes(urdf_text)
@@ -170,8 +173,12 @@ def identified_urdf(urdf_text, model, bodies=None, dynamics=False):
                      f"<inertial> of {others} removed")
 
     if dynamics:
+        written = set(model.joint_names if joints is None else joints)
+        unknown = sorted(written - set(model.joint_names))
+        if unknown:
+            raise ValueError(f"joints: {unknown} are not DOF joints of the model ({list(model.joint_names)})")
         for name, t, iv in zip(model.joint_names, model.joint_types, model.idx_v):
-            if t in ("floating", "planar"):
+            if t in ("floating", "planar") or name not in written:
                 continue
             values = {"damping": _num(model.damping[iv]), "friction": _num(model.friction[iv])}
             spans = child.get(("dynamics", "joint", name))
@@ -187,7 +194,7 @@ def identified_urdf(urdf_text, model, bodies=None, dynamics=False):
             edits.append((close, close, (f"  {new}\n{ind}" if b"\n" in data[s:e] else new).encode()))
         # a mimic joint's own <dynamics> folds into its master's (urdf.py): the master's
         # identified value is the whole, so the mimic joint's is set to 0
-        for name in model.mimic_joints:
+        for name in (n for n, m in model.mimic_joints.items() if m[0] in written):
             for s, _ in child.get(("dynamics", "joint", name), [])[:1]:
                 tag_end = data.index(b">", s) + 1
                 edits.append((s, tag_end, _set_attributes(data[s:tag_end].decode(),
