@@ -1,7 +1,7 @@
 """Which test oracles are installed, and what a missing one does to a test run.
 
-The oracles: Pinocchio with the example-robot-data URDFs (test/oracle.py), MuJoCo and
-hypothesis.  ``scripts/test.sh`` (and so CI) sets ``RBD_REQUIRE_ORACLES=1``: every oracle
+The oracles: Pinocchio with the example-robot-data URDFs (test/oracle.py), MuJoCo,
+hypothesis and toppra.  ``scripts/test.sh`` (and so CI) sets ``RBD_REQUIRE_ORACLES=1``: every oracle
 must be there, and a missing one stops the run before any test (a usage error naming it).
 Without it -- ``colcon test`` on a ROS install, where rosdep installs the oracles that
 have a key (package.xml) and not the others -- a test whose oracle is missing is skipped,
@@ -20,6 +20,8 @@ ORACLES = {
                           "EXAMPLE_ROBOT_DATA_DIR; no rosdep key)",
     "mujoco": "MuJoCo (pip install mujoco; no rosdep key)",
     "hypothesis": "hypothesis (rosdep key python3-hypothesis, or pip install hypothesis)",
+    "toppra": "toppra, the reference TOPP-RA for rbd.retime (pip install toppra; no rosdep key "
+              "but the pip-only python3-toppra-pip)",
 }
 
 # test files that use an oracle only in a subprocess, so no import of theirs fails here
