@@ -18,9 +18,9 @@ q'' = d²q/ds²:
   from batch kernels (``rnea`` on a gravity-free twin, ``gravity``).  Viscous
   friction d q̇ = d q' √x is not linear in x: it is bounded above by its tangent at
   a point x0 (√x <= (x0 + x) / (2 √x0), so the constraint stays linear and
-  conservative), on the side it pushes towards; x0 is first the speed the
-  velocity limit allows (the bound damping · v_max), then the speed found, so the
-  bound is exact at the result's speed.
+  conservative), on the side it pushes towards; x0 is first the speed found without
+  damping (never a weaker bound than damping · v_max), then the speed found with that
+  bound, so the bound is nearly exact at the result's speed.
 
 Constraints hold at both ends of every grid interval (TOPP-RA's interpolation
 discretisation); the result is time-optimal for this discretisation (the greedy
