@@ -183,6 +183,9 @@ def test_bad_waypoints(arm):
     nan = wp.copy()
     nan[2, 3] = np.nan
     _bad(arm, r"^waypoints\[2, 3\]: expected finite", nan)
+    far = wp.copy()
+    far[1, 0] = 1e300                   # no joint limit would catch it on a continuous joint
+    _bad(arm, r"^waypoints\[1, 0\]: expected finite joint positions of magnitude <= 1e\+06", far)
     _bad(arm, r"^waypoints: expected a \(K, 7\) array", wp[:, :6])
     _bad(arm, r"^waypoints: expected a \(K, 7\) array", wp[:1])
     _bad(arm, r"^waypoints: expected .* real numbers", [["a"] * 7] * 2)
@@ -214,6 +217,8 @@ def test_limits_that_cannot_be_kept(arm):
     # too weak to hold the arm: named, with the joint and the torque it needs
     _bad(arm, r"^effort_limits: the path cannot be followed .* holding still there needs \|tau\| = .* at joint "
               r"'joint2'", effort_limits=[87, 1, 87, 87, 12, 12, 12])
+    # a velocity limit so small that v_max / |q'| underflows: no motion
+    _bad(arm, r"^velocity_limits: too small to move along the path", velocity_limits=1e-300)
     # nothing bounds the speed
     _bad(arm, r"^velocity_limits: nothing bounds the speed", velocity_limits=np.inf, effort_limits=np.inf)
     # a sentinel: the same path with finite limits works

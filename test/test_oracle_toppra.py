@@ -4,6 +4,8 @@ velocity, acceleration and torque limit holds on rbd.retime's samples by Pinocch
 inverse dynamics.  The path is the documented one (a not-a-knot cubic spline in the
 chord-length parameter, toppra's SplineInterpolator on the same knots); both use
 TOPP-RA's interpolation discretisation for the acceleration and torque constraints."""
+import xml.etree.ElementTree as ET
+
 import numpy as np
 import oracle as orc
 import pinocchio as pin
@@ -71,7 +73,6 @@ def duration(s, sd):
 
 def _friction_model(urdf, friction):
     """The URDF with <dynamics friction> per joint (rbd_ros reads friction from the URDF)."""
-    import xml.etree.ElementTree as ET       # only here: the one test helper that edits URDF
     root = ET.fromstring(orc._urdf_text(urdf))
     k = 0
     for j in root.findall("joint"):

@@ -33,6 +33,7 @@ from scipy.interpolate import CubicSpline
 
 from ..api import describe, not_model
 from ..checks import real_array
+from ..errors import BOUNDS
 from ..functions import gravity, rnea
 from .limits import dof_names, limit_vector, scale_factor
 from .reachability import OK, controllable_sets, forward_pass
@@ -41,6 +42,7 @@ MIN_GRIDPOINTS = 100     # grid=None: the waypoints, intervals split evenly up t
 MIN_GRID = 10            # the fewest gridpoints grid=<int> may ask for
 MAX_GRID = 1_000_000
 DUPLICATE_TOL = 1e-9     # a waypoint this close (rad or m, joint-space norm) to the previous one is dropped
+POSITION_BOUND = BOUNDS["length"]   # |waypoint| (rad or m), as the core bounds every length
 POSITION_TOL = 1e-9      # the spline may leave a position limit by this much (rounding)
 BIND_TOL = 1e-3          # a constraint "binds" at a sample within 0.1 % of its limit
 KINDS = ("", "velocity", "acceleration", "effort")
@@ -100,10 +102,11 @@ def _waypoints(model, waypoints):
     if wp.ndim != 2 or wp.shape[1] != nq or wp.shape[0] < 2:
         raise ValueError(f"waypoints: expected a (K, {nq}) array of joint positions with K >= 2, "
                          f"got {describe(waypoints)}")
-    bad = np.argwhere(~np.isfinite(wp))
+    bad = np.argwhere(~(np.abs(wp) <= POSITION_BOUND))
     if bad.size:
         k, j = bad[0]
-        raise ValueError(f"waypoints[{k}, {j}]: expected finite joint positions, got {wp[k, j]}")
+        raise ValueError(f"waypoints[{k}, {j}]: expected finite joint positions of magnitude <= "
+                         f"{POSITION_BOUND:g} (rad or m), got {wp[k, j]}")
     lim = model.position_limit
     out = np.argwhere((wp < lim[:, 0]) | (wp > lim[:, 1]))
     if out.size:
@@ -173,7 +176,7 @@ def _rows(path, vmax, amax, tmax, torque, fc, damping, x0):
     """(Au, Bx, G, xub): the one-sided rows at every gridpoint and the velocity bound on x."""
     dq, ddq = path.dq, path.ddq
     n, nv = dq.shape
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         xub = np.min(np.where(dq != 0.0, (vmax / np.abs(dq)) ** 2, np.inf), axis=1)
     blocks = []
     if np.any(np.isfinite(amax)):
@@ -225,6 +228,10 @@ def _solve(model, path, rows, limits):
     parameterisation for ``rows``; ValueError naming the limit when there is none."""
     Au, Bx, G, xub = rows
     n = path.s.shape[0]
+    stall = np.flatnonzero(xub[1:-1] <= 0.0)
+    if stall.size:                                  # v_max / |q'| underflows: no motion at all
+        k = path.waypoint(int(stall[0]) + 1)
+        raise ValueError(f"velocity_limits: too small to move along the path near waypoints {k}-{k + 1}")
     K = np.empty((n, 2))
     x, u = np.empty(n), np.empty(n - 1)
     st = controllable_sets(Au, Bx, G, xub, path.s, K)
