@@ -89,6 +89,21 @@ def test_effort_limits_argument(arm):
     assert rbd.payload_capacity(arm, "flange", q, v, a).mass != cap.mass
 
 
+def test_a_motion_over_its_limits_without_payload_carries_nothing(arm):
+    """Not an error: mass 0, feasible False, and the joint and sample that exceed most."""
+    q, v, a = _trajectory(arm, 20)
+    lim = np.full(7, 8.0)
+    cap = rbd.payload_capacity(arm, "flange", q, v, a, effort_limits=lim)
+    tau0 = rbd.rnea(arm, q, v, a) + arm.damping * v + arm.friction * np.sign(v)
+    load = np.abs(tau0) / lim
+    assert load.max() > 1 and not cap.feasible and cap.mass == 0.0
+    assert (cap.limiting_sample, cap.limiting_dof) == np.unravel_index(np.argmax(load), load.shape)
+    over = np.any(load > 1, axis=1)
+    assert np.all(cap.per_sample[over] == 0) and np.all(cap.per_sample[~over] > 0)
+    assert np.all(np.isfinite(cap.per_sample))
+    assert rbd.payload_capacity(arm, "flange", q, v, a).feasible       # the sentinel: URDF limits fit
+
+
 def test_bad_input(arm):
     q, v, a = _trajectory(arm, 5)
     with pytest.raises(ValueError, match=r"^link: 'flang' is not a link of the model; did you mean \['flange'"):
@@ -106,8 +121,6 @@ def test_bad_input(arm):
     for lim in (0.0, -3.0, np.nan):
         with pytest.raises(ValueError, match=r"^effort_limits\[0\] \(joint1\): expected a number > 0"):
             rbd.payload_capacity(arm, "flange", q, effort_limits=lim)
-    with pytest.raises(ValueError, match=r"^effort_limits: without a payload the trajectory already needs"):
-        rbd.payload_capacity(arm, "flange", q, v, a, effort_limits=0.5)
     with pytest.raises(ValueError, match=r"^effort_limits: no joint with a finite effort limit feels"):
         rbd.payload_capacity(arm, "link0", q)        # fixed to the world
     with pytest.raises(TypeError, match=r"^model:"):

@@ -75,7 +75,12 @@ def test_limits_hold_at_every_sample(loaded):
     # the reported torques are the model's (rnea with armature, payload, friction)
     assert np.max(np.abs(r.tau - tau)) <= 1e-9 * np.max(np.abs(tau))
     assert set(r.binding) >= {"velocity", "acceleration", "effort"}
-    assert r.limiting_joint in loaded.joint_names
+    assert r.limiting_joint in loaded.joint_names and r.limiting_kind in ("velocity", "acceleration", "effort")
+    j = loaded.joint_names.index(r.limiting_joint)
+    counts = np.bincount(r.binding_joint[r.binding_joint >= 0], minlength=7)
+    assert counts[j] == counts.max()
+    per_kind = {k: np.sum((r.binding_joint == j) & (r.binding == k)) for k in ("velocity", "acceleration", "effort")}
+    assert per_kind[r.limiting_kind] == max(per_kind.values())
 
 
 def test_torque_limits_slow_the_path_only_where_they_bind(loaded):

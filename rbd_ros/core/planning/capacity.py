@@ -23,12 +23,15 @@ class PayloadCapacity:
     sample; ``per_sample`` (N,) the largest at each sample alone (inf where no
     limited joint feels the payload); ``limiting_joint`` (name) and
     ``limiting_dof`` (index) of the joint whose limit sets ``mass``, at sample
-    ``limiting_sample``."""
+    ``limiting_sample``.  ``feasible`` False: the motion exceeds a limit even
+    without a payload; then ``mass`` is 0, ``per_sample`` is 0 where it does, and
+    the limiting joint and sample are where it exceeds its limit most."""
     mass: float
     per_sample: np.ndarray
     limiting_joint: str
     limiting_dof: int
     limiting_sample: int
+    feasible: bool
 
 
 def _state(x, n, name, shape):
@@ -56,9 +59,10 @@ def payload_capacity(model, link, q, v=None, a=None, *, com=(0.0, 0.0, 0.0), ine
     some |τ_j| equals its limit, above it one exceeds it.  Returns a
     :class:`PayloadCapacity`.  Raises ValueError naming the argument: an unknown
     link (with the closest names), a bad com or inertia, bad q, v, a, a zero,
-    negative or NaN limit; ``effort_limits`` also when the trajectory exceeds a
-    limit without any payload, or when no joint with a finite limit feels a
-    payload on ``link``."""
+    negative or NaN limit; ``effort_limits`` also when no joint with a finite
+    limit feels a payload on ``link`` (an unbounded capacity).  A motion that
+    exceeds a limit even without a payload is no error: ``mass`` 0,
+    ``feasible`` False."""
     not_model(model)
     per_kg = np.zeros((3, 3)) if inertia is None else inertia
     _, com, per_kg = check_payload(model, link, 1.0, com, per_kg)
@@ -73,22 +77,23 @@ def payload_capacity(model, link, q, v=None, a=None, *, com=(0.0, 0.0, 0.0), ine
     tau1 = rnea(base.with_payload(link, 1.0, com, per_kg), q, v, a) - rigid0
     tau0 = rigid0 + model.damping * v + model.friction * np.sign(v)
     tau0, tau1 = np.atleast_2d(tau0), np.atleast_2d(tau1)
-    over = np.argwhere(np.abs(tau0) > tmax)
-    if over.size:
-        i, j = over[0]
-        raise ValueError(f"effort_limits: without a payload the trajectory already needs |tau| = "
-                         f"{abs(tau0[i, j]):.6g} at joint {dof_names(model)[j]!r} (sample {i}), above its limit "
-                         f"{tmax[j]:.6g}: no payload is possible")
     with np.errstate(divide="ignore", invalid="ignore"):
+        load = np.abs(tau0) / tmax                     # the unloaded torques against their limits
         # the mass at which tau0 + m tau1 reaches the limit on the side tau1 pushes towards
         bound = np.where(tau1 != 0.0, (np.sign(tau1) * tmax - tau0) / tau1, np.inf)
-    bound[~(bound >= 0.0)] = np.inf                  # inf - inf with an unlimited joint
+    bound[~(bound >= 0.0)] = np.inf                   # inf - inf with an unlimited joint
+    over = load > 1.0
+    bound[over] = 0.0                                  # even no payload fits there
     per_sample = bound.min(axis=1)
-    i = int(per_sample.argmin())
+    if np.any(over):
+        i, j = np.unravel_index(int(np.argmax(np.where(over, load, 0.0))), load.shape)
+        i, j = int(i), int(j)
+    else:
+        i = int(per_sample.argmin())
+        j = int(bound[i].argmin())
     mass = float(per_sample[i])
     if not np.isfinite(mass):
         raise ValueError(f"effort_limits: no joint with a finite effort limit feels a payload on link {link!r}; "
                          "its capacity is unbounded")
-    j = int(bound[i].argmin())
     return PayloadCapacity(mass=mass, per_sample=per_sample, limiting_joint=dof_names(model)[j],
-                           limiting_dof=j, limiting_sample=i)
+                           limiting_dof=j, limiting_sample=i, feasible=not np.any(over))

@@ -62,7 +62,8 @@ class RetimeResult:
     "acceleration", "effort"; "" none), ``binding_joint`` (N,) its DOF (-1: none),
     ``utilisation`` (N, 3) the largest |value| / limit over the joints per kind
     (velocity, acceleration, effort) on the sample's interval, ``joint_names``
-    the DOFs' joints."""
+    the DOFs' joints; ``limiting_joint`` and ``limiting_kind``: the joint that binds
+    at the most samples and its most frequent kind of limit."""
     t: np.ndarray
     s: np.ndarray
     sd: np.ndarray
@@ -77,13 +78,25 @@ class RetimeResult:
     utilisation: np.ndarray
     joint_names: tuple
 
+    def _limiting_dof(self):
+        j = self.binding_joint[self.binding_joint >= 0]
+        return int(np.bincount(j).argmax()) if j.size else -1
+
     @property
     def limiting_joint(self):
-        """The joint whose constraint binds at the most samples (None if none binds)."""
-        j = self.binding_joint[self.binding_joint >= 0]
-        if j.size == 0:
+        """The joint whose limits bind at the most samples (None if none binds)."""
+        j = self._limiting_dof()
+        return None if j < 0 else self.joint_names[j]
+
+    @property
+    def limiting_kind(self):
+        """The kind of limit ("velocity", "acceleration", "effort") that binds most often
+        for ``limiting_joint`` (None if none binds)."""
+        j = self._limiting_dof()
+        if j < 0:
             return None
-        return self.joint_names[int(np.bincount(j).argmax())]
+        kinds, counts = np.unique(self.binding[self.binding_joint == j], return_counts=True)
+        return str(kinds[counts.argmax()])
 
 
 # ----------------------------------------------------------------------------- arguments
