@@ -314,7 +314,7 @@ def retime(model, waypoints, *, velocity_limits=None, acceleration_limits=None, 
 
     Returns a :class:`RetimeResult` sampled at the gridpoints, starting and ending at
     rest: at every sample |v| <= velocity limit, |a| <= acceleration limit and |tau| <=
-    effort limit (to rounding, ~1e-12 relative), and so at both ends of every
+    effort limit (to rounding: <= 1e-9 relative), and so at both ends of every
     interval of constant s̈.  Between samples the continuous motion may exceed a
     limit by O(grid step).  Time-optimal for the grid.
 
@@ -342,7 +342,7 @@ def retime(model, waypoints, *, velocity_limits=None, acceleration_limits=None, 
     limits = (torque, tmax, fc)
     if torque is not None and np.any(damping > 0):
         # viscous friction: tangent at the speed found without it (an upper bound of the
-        # result's), then at the result's
+        # result's), then at the speed found with that bound
         x0 = _solve(model, path, _rows(path, vmax, amax, tmax, torque, fc, 0.0 * damping, None), limits)[0]
         for _ in range(2):
             x0 = np.maximum(x0, 1e-12 * max(x0.max(), 1e-300))
