@@ -65,8 +65,10 @@ setup(
     # core/algorithms/contact.py) calls scipy's LAPACK bindings
     install_requires=["numpy>=1.26", "numba>=0.62,<0.69", "scipy>=1.11", "urdf-parser-py>=0.0.4"],
     extras_require={
+        # toppra: the reference TOPP-RA rbd.retime is checked against (a test oracle only:
+        # rbd.retime runs its own compiled reachability pass)
         "test": ["pytest>=7", "pin==4.1.0", "example-robot-data==6.0.0", "mujoco==4.0.0", "hypothesis>=6.100",
-                 "matplotlib==3.11.2", "ruff==0.17.6", "import-linter==2.17"] + IDENT,
+                 "matplotlib==3.11.2", "ruff==0.17.6", "import-linter==2.17", "toppra==0.6.10"] + IDENT,
         # inertial identification (rbd_ros.core.identification, the rbd_identify tool)
         "ident": IDENT + ["matplotlib>=3.7"],
         "sim": ["mujoco==4.0.0"],

@@ -1,7 +1,7 @@
 """Which test oracles are installed, and what a missing one does to a test run.
 
-The oracles: Pinocchio with the example-robot-data URDFs (test/oracle.py), MuJoCo and
-hypothesis; and two test tools treated the same way: rosbags (rbd_identify's bag
+The oracles: Pinocchio with the example-robot-data URDFs (test/oracle.py), MuJoCo,
+hypothesis and toppra; and two test tools treated the same way: rosbags (rbd_identify's bag
 reader, for its tests) and import-linter (the layer check).  ``scripts/test.sh`` (and
 so CI) sets ``RBD_REQUIRE_ORACLES=1``: every oracle must be there, and a missing one
 stops the run before any test (a usage error naming it).  Without it -- ``colcon
@@ -24,6 +24,8 @@ ORACLES = {
     "hypothesis": "hypothesis (rosdep key python3-hypothesis, or pip install hypothesis)",
     "rosbags": "rosbags, rbd_identify's rosbag2 reader (pip install rosbags; no rosdep key)",
     "importlinter": "import-linter, the import layer check (pip install import-linter; no rosdep key)",
+    "toppra": "toppra, the reference TOPP-RA for rbd.retime (pip install toppra; no rosdep key "
+              "but the pip-only python3-toppra-pip)",
 }
 
 # test files that use an oracle only in a subprocess, so no import of theirs fails here

@@ -169,9 +169,10 @@ def test_every_core_function_raises_type_error_for_a_non_model():
             "external_wrench_into": (q, z, "panda_hand", "local", np.empty(6)),
             "identify": (q[None], z[None], z[None], z[None]),
             "identify_payload": ("panda_hand", q[None], z[None], z[None], z[None]),
-            "excitation_trajectory": (10.0,)}
-    names = [n for n in rbd.__all__ if callable(getattr(rbd, n)) and n not in ("Model", "ModelError",
-                                                                                  "ltdl_unpack", "CollisionDetector")]
+            "excitation_trajectory": (10.0,), "retime": (np.array([q, q]),),
+            "payload_capacity": ("panda_hand", q)}
+    names = [n for n in rbd.__all__ if callable(getattr(rbd, n)) and n not in (
+        "Model", "ModelError", "ltdl_unpack", "CollisionDetector", "RetimeResult", "PayloadCapacity")]
     assert {"friction", "rnea", "rnea_into", "crba", "aba_into", "compensation_into"} <= set(names)
     for name in names:
         if name in args:

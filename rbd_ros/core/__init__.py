@@ -20,6 +20,8 @@ ROS-free; depends on numpy, numba and urdf-parser-py only.
     model2, report = rbd.identify(model, q, v, a, tau)  # inertial parameters from recorded motion (scipy)
     load = rbd.identify_payload(model, "tool", q, v, a, tau)  # an unknown payload on a link (scipy)
     traj = rbd.excitation_trajectory(model, 20.0)      # what to record for identify (scipy)
+    r = rbd.retime(model, waypoints, effort_scale=0.9)  # time-optimal under v, a, tau limits (TOPP-RA)
+    cap = rbd.payload_capacity(model, "tool", q)       # the heaviest payload within the effort limits
 
 The algorithms are declared in ``registry.py``; their public functions are made
 from it (``api.py``).  Conventions: see doc/core.md (joint order, free-flyer
@@ -35,10 +37,12 @@ from .linalg import ltdl, ltdl_solve, ltdl_unpack
 from .model import Model, ModelError
 from .observer import MomentumObserver
 from .payload_identification import identify_payload
+from .planning import PayloadCapacity, RetimeResult, payload_capacity, retime
 
 globals().update(_PUBLIC)
 
 __all__ = ["Model", "ModelError", "ltdl", "ltdl_solve", "ltdl_unpack", "compensation_into", "dof_indices",
            "FEXT_FRAMES", "friction", "MomentumObserver", "external_wrench", "external_wrench_into",
            "CollisionDetector",
-           "identify", "identify_payload", "excitation_trajectory", *_PUBLIC]
+           "identify", "identify_payload", "excitation_trajectory",
+           "retime", "RetimeResult", "payload_capacity", "PayloadCapacity", *_PUBLIC]

@@ -21,6 +21,7 @@ from .control_loop import compensation_into, dof_indices
 from .linalg import ltdl, ltdl_solve
 from .model import Model
 from .observer import MomentumObserver
+from .planning import payload_capacity, retime
 from .registry import ALGORITHMS
 
 # a 3-body tree with one of each joint kind the kernels dispatch on (revolute,
@@ -78,6 +79,17 @@ def warm_contact(model, frame) -> None:
     CollisionDetector(np.ones(nv)).update(0.0, z)
 
 
+PLANNING_STEP = "retime, payload_capacity"
+
+
+def warm_planning(model) -> None:
+    """Run retime (its reachability kernels) and payload_capacity once on ``model``."""
+    wp = np.array([model.neutral(), model.neutral() + 0.1])
+    retime(model, wp, acceleration_limits=1.0)
+    q = np.tile(model.neutral(), (2, 1))
+    payload_capacity(model, model.link_names[-1], q, a=np.full_like(q, 0.1))
+
+
 def steps():
     """(name, function, group): every registry entry's kernels (``warm``), the
     hand-written public functions', then the steps other packages register under the
@@ -93,6 +105,7 @@ def steps():
     steps += [(e.name, functools.partial(warm, e, model), e.group) for e in ALGORITHMS]
     steps += [("ltdl, ltdl_solve", lambda: ltdl_solve(model, ltdl(model, H), z), 0)]
     steps += [(CONTACT_STEP, functools.partial(warm_contact, model, model.link_names[-1]), 1)]
+    steps += [(PLANNING_STEP, functools.partial(warm_planning, model), 1)]
     for ep in entry_points(group="rbd_ros.precompile"):
         steps += list(ep.load()(model))
     return steps
