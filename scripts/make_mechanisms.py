@@ -176,7 +176,7 @@ FOURBAR_DOC = """<!--
 def fourbar():
     d, a, b, c = 0.30, 0.10, 0.35, 0.25
     theta0 = math.radians(60.0)
-    A, D = np.zeros(2), np.array([d, 0.0])
+    D = np.array([d, 0.0])         # pivot A is the origin
     B = a * np.array([math.cos(theta0), math.sin(theta0)])
     # C: |C - B| = b, |C - D| = c, the upper (open) branch
     BD = D - B
