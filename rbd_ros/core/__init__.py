@@ -59,7 +59,8 @@ __all__ = ["Model", "ModelError", "ltdl", "ltdl_solve", "ltdl_unpack", "compensa
            "FEXT_FRAMES", "friction", "MomentumObserver", "external_wrench", "external_wrench_into",
            "CollisionDetector",
            "identify", "identify_payload", "excitation_trajectory",
-           "Constraint", "close_loops", "loop_velocity", "constraint_error", "constraint_jacobian", "constraint_drift", "constraint_velocity",
+           "Constraint", "close_loops", "loop_velocity", "constraint_error", "constraint_jacobian",
+           "constraint_drift", "constraint_velocity",
            "constrained_forward_dynamics", "constrained_forward_dynamics_into", "constrained_inverse_dynamics",
            "constrained_inverse_dynamics_into", "ConstrainedForwardDynamics", "ConstrainedInverseDynamics",
            *_PUBLIC]

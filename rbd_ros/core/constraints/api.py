@@ -12,9 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..algorithms.common import SINGULAR
-from ..api import check, describe, not_model, out_array, vec
 from ..checks import real_number
+from .args import check, describe, not_model, out_array, vec
 from .dynamics import cfd_into, cid_into, kinematics_k
 from .packing import constraint_set
 
@@ -90,7 +89,7 @@ def _kin(model, q, v, constraints, want_j):
     jv = np.empty(m) if use_v else e
     st = kinematics_k(model.md_k, model.workspace(), cs.ci_k, cs.cf_k, cs.workspace(), q, v, use_v, want_j,
                       e, J, g, jv)
-    check(st, "v", args=(("q", q), ("v", v)), model=model)
+    check(st, "v", args=(("q", q), ("v", v)))
     return e, J, g, jv
 
 
@@ -131,9 +130,7 @@ def _gains(kp, kd, regularization):
 
 
 def _fd_check(st, model, q, v, tau):
-    if st == SINGULAR:
-        check(st, args=(("q", q),), model=model)
-    check(st, "tau", args=(("q", q), ("v", v), ("tau", tau)), model=model)
+    check(st, "tau", args=(("q", q), ("v", v), ("tau", tau)))
 
 
 def constrained_forward_dynamics(model, q, v, tau, constraints=None, *, kp=0.0, kd=0.0, regularization=0.0):
@@ -206,7 +203,7 @@ def constrained_inverse_dynamics(model, q, v, a, constraints=None, *, actuated=N
     tau, lam, info = np.empty(model.nv), np.empty(cs.m), np.empty(4)
     st = cid_into(model.md_k, model.workspace(), cs.ci_k, cs.cf_k, cs.workspace(), q, v, a, passive, active,
                   scale, tau, lam, info)
-    check(st, "a", args=(("q", q), ("v", v), ("a", a)), model=model)
+    check(st, "a", args=(("q", q), ("v", v), ("a", a)))
     return ConstrainedInverseDynamics(tau, lam, float(info[0]), float(info[1]), int(info[2]), float(info[3]))
 
 
@@ -231,5 +228,5 @@ def constrained_inverse_dynamics_into(model, q, v, a, constraints, tau, lam, *, 
     st = cid_into(model.md_k, model.workspace(), cs.ci_k, cs.cf_k, cs.workspace(), q, v, a, passive, active,
                   scale, tau, lam, info)
     if st:
-        check(st, "a", args=(("q", q), ("v", v), ("a", a)), model=model)
+        check(st, "a", args=(("q", q), ("v", v), ("a", a)))
     return info[0]

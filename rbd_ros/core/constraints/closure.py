@@ -17,9 +17,9 @@ import numpy as np
 from numba import njit
 
 from ..algorithms.common import BAD_Q, BAD_RESULT, BAD_SHAPE, BAD_V, OK, all_finite
-from ..api import check, describe, not_model, vec
 from ..checks import real_number
 from ..spatial import JIT
+from .args import check, describe, not_model, vec
 from .dynamics import RANK_TOL, _sizes_ok
 from .kinematics import kinematics
 from .layout import CI_M, CI_NC, O_B, O_C, O_COD, O_E, O_J, O_Y, offsets
@@ -218,7 +218,7 @@ def close_loops(model, q, constraints=None, *, fixed=None, tol=1e-12, max_iter=5
                          f"{abs(rbd_error_row(cs, row)):.3g} in {cs.names[row].split('/')[-1]} "
                          f"(‖e‖ = {info[0]:.3g} after {int(info[1])} Gauss-Newton steps; "
                          f"free DOFs: {len(free)})")
-    check(st, "v", args=(("q", q),), model=model)
+    check(st, "v", args=(("q", q),))
     return q
 
 
@@ -242,5 +242,5 @@ def loop_velocity(model, q, v, constraints=None, *, fixed=None):
     free, _, _ = _free(model, fixed)
     info = np.zeros(1)
     st = velocity_k(model.md_k, model.workspace(), cs.ci_k, cs.cf_k, cs.workspace(), q, v, free, info)
-    check(st, "v", args=(("q", q), ("v", v)), model=model)
+    check(st, "v", args=(("q", q), ("v", v)))
     return v
