@@ -63,6 +63,34 @@ def solo_case(rng):
     return "solo12 4 feet", model, o, [pin_constraint(pin, o.model, c) for c in placed], (), q, v
 
 
+def bench_fd(case, rng, args):
+    """One constrained-FD case, interleaved with Pinocchio; prints its line."""
+    name, model, o, cms, cons, q, v = case(rng)
+    tau = rng.normal(size=model.nv)
+    qdd, lam = np.empty(model.nv), np.empty(sum(c.dim for c in model.constraints))
+    models, datas = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
+    for cm in cms:
+        models.append(cm)
+        datas.append(cm.createData())
+    d = o.model.createData()
+    pin.initConstraintDynamics(o.model, d, models, datas)
+    prox = pin.ProximalSettings(1e-12, 0.0, 1) if name != "fourbar" else pin.ProximalSettings(1e-12, 1e-8, 50)
+    qf, vf, tf = o.q_to_pin(q), o.v_to_pin(v), o.v_to_pin(tau)
+    rbd.constrained_forward_dynamics_into(model, q, v, tau, cons, qdd, lam)
+    ref = o.v_from_pin(pin.constraintDynamics(o.model, d, qf, vf, tf, models, datas, prox))
+    err = np.max(np.abs(qdd - ref)) / max(1.0, np.max(np.abs(ref)))
+    A = lambda: rbd.constrained_forward_dynamics_into(model, q, v, tau, cons, qdd, lam)  # noqa: E731
+    B = lambda: pin.constraintDynamics(o.model, d, qf, vf, tf, models, datas, prox)  # noqa: E731
+    ta, tb = [], []
+    for _ in range(args.rounds):
+        ta.append(time_calls(A, args.calls))
+        tb.append(time_calls(B, args.calls))
+    ratios = np.array(ta) / np.array(tb)
+    print(f"constrained FD  {name:14s} rbd_ros {np.median(ta):7.2f}  pinocchio {np.median(tb):7.2f}  "
+          f"ratio {np.median(ratios):.2f} (min {ratios.min():.2f}, max {ratios.max():.2f})  "
+          f"qdd agree to {err:.1e}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=20)
@@ -71,30 +99,7 @@ def main():
     rng = np.random.default_rng(0)
     print(f"rbd_ros vs Pinocchio {pin.__version__}: median us per call over {args.rounds} interleaved rounds")
     for case in (fourbar_case, solo_case):
-        name, model, o, cms, cons, q, v = case(rng)
-        tau = rng.normal(size=model.nv)
-        qdd, lam = np.empty(model.nv), np.empty(sum(c.dim for c in model.constraints))
-        models, datas = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
-        for cm in cms:
-            models.append(cm)
-            datas.append(cm.createData())
-        d = o.model.createData()
-        pin.initConstraintDynamics(o.model, d, models, datas)
-        prox = pin.ProximalSettings(1e-12, 0.0, 1) if name != "fourbar" else pin.ProximalSettings(1e-12, 1e-8, 50)
-        qf, vf, tf = o.q_to_pin(q), o.v_to_pin(v), o.v_to_pin(tau)
-        rbd.constrained_forward_dynamics_into(model, q, v, tau, cons, qdd, lam)
-        ref = o.v_from_pin(pin.constraintDynamics(o.model, d, qf, vf, tf, models, datas, prox))
-        err = np.max(np.abs(qdd - ref)) / max(1.0, np.max(np.abs(ref)))
-        A = lambda: rbd.constrained_forward_dynamics_into(model, q, v, tau, cons, qdd, lam)  # noqa: E731
-        B = lambda: pin.constraintDynamics(o.model, d, qf, vf, tf, models, datas, prox)  # noqa: E731
-        ta, tb = [], []
-        for _ in range(args.rounds):
-            ta.append(time_calls(A, args.calls))
-            tb.append(time_calls(B, args.calls))
-        ratios = np.array(ta) / np.array(tb)
-        print(f"constrained FD  {name:14s} rbd_ros {np.median(ta):7.2f}  pinocchio {np.median(tb):7.2f}  "
-              f"ratio {np.median(ratios):.2f} (min {ratios.min():.2f}, max {ratios.max():.2f})  "
-              f"qdd agree to {err:.1e}")
+        bench_fd(case, rng, args)
     # constrained inverse dynamics and close_loops (no Pinocchio counterpart of the same problem)
     delta = mechanism("delta")
     q, v = closed_state(delta, rng, "delta")
