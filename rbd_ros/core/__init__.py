@@ -22,12 +22,29 @@ ROS-free; depends on numpy, numba and urdf-parser-py only.
     traj = rbd.excitation_trajectory(model, 20.0)      # what to record for identify (scipy)
     r = rbd.retime(model, waypoints, effort_scale=0.9)  # time-optimal under v, a, tau limits (TOPP-RA)
     cap = rbd.payload_capacity(model, "tool", q)       # the heaviest payload within the effort limits
+    qdd, lam = rbd.constrained_forward_dynamics(model, q, v, tau)   # closed loops (model.constraints)
+    res = rbd.constrained_inverse_dynamics(model, q, v, a, actuated=["crank"])  # res.tau, res.lam
+    q = rbd.close_loops(model, q, fixed=["crank"])     # assemble: the passive joints closing the loops
 
 The algorithms are declared in ``registry.py``; their public functions are made
 from it (``api.py``).  Conventions: see doc/core.md (joint order, free-flyer
 layout, wrench frames, SI units).
 """
 from .api import FEXT_FRAMES
+from .constraints.api import (
+    ConstrainedForwardDynamics,
+    ConstrainedInverseDynamics,
+    constrained_forward_dynamics,
+    constrained_forward_dynamics_into,
+    constrained_inverse_dynamics,
+    constrained_inverse_dynamics_into,
+    constraint_drift,
+    constraint_error,
+    constraint_jacobian,
+    constraint_velocity,
+)
+from .constraints.closure import close_loops, loop_velocity
+from .constraints.constraint import Constraint
 from .contact import CollisionDetector, external_wrench, external_wrench_into
 from .control_loop import compensation_into, dof_indices, friction
 from .excitation import excitation_trajectory
@@ -45,4 +62,9 @@ __all__ = ["Model", "ModelError", "ltdl", "ltdl_solve", "ltdl_unpack", "compensa
            "FEXT_FRAMES", "friction", "MomentumObserver", "external_wrench", "external_wrench_into",
            "CollisionDetector",
            "identify", "identify_payload", "excitation_trajectory",
-           "retime", "RetimeResult", "payload_capacity", "PayloadCapacity", *_PUBLIC]
+           "retime", "RetimeResult", "payload_capacity", "PayloadCapacity",
+           "Constraint", "close_loops", "loop_velocity", "constraint_error", "constraint_jacobian",
+           "constraint_drift", "constraint_velocity",
+           "constrained_forward_dynamics", "constrained_forward_dynamics_into", "constrained_inverse_dynamics",
+           "constrained_inverse_dynamics_into", "ConstrainedForwardDynamics", "ConstrainedInverseDynamics",
+           *_PUBLIC]

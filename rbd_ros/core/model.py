@@ -16,6 +16,7 @@ import numpy as np
 
 from . import builder, inertial, urdf
 from .checks import bounded, real_array
+from .constraints.constraint import as_tuple, check_links
 from .errors import BOUNDS, ModelError
 from .layout import H_NB, H_NQ, H_NV, workspace_size
 from .robot_terms import add_payloads, armature_vector, check_payload
@@ -56,6 +57,11 @@ class Model:
                         the URDF gives none (or lower = upper)
     ``payloads``        link -> (mass, com, inertia) of the attached payloads
                         (see :meth:`with_payload`)
+    ``constraints``     tuple of :class:`~rbd_ros.core.Constraint`: the loop closures
+                        of the URDF's ``<constraint>`` elements (doc/constraints.md),
+                        or those given to :meth:`with_constraints`; empty for a tree.
+                        The kinematic-tree functions ignore them; the constraint
+                        functions (``rbd.constrained_forward_dynamics`` ...) use them.
     ``md``, ``mi``      the model vector (layout.py), read-only, and its int64 view
     ``md_k``            the same memory as ``md`` as the kernels take it: typed
                         writable, because numba's dispatcher types a read-only
@@ -83,6 +89,7 @@ class Model:
     velocity_limit: np.ndarray = field(default=None, repr=False)
     position_limit: np.ndarray = field(default=None, repr=False)
     payloads: dict = field(default=None, repr=False)
+    constraints: tuple = ()
     base_tree: object = field(default=None, repr=False)      # the tree without the payloads
     base_mass: float = field(default=None, repr=False)       # mass without the payloads
     _topology: object = field(default=None, repr=False)      # builder.Topology (structure only)
@@ -199,6 +206,13 @@ class Model:
         (ValueError)."""
         return self._derive(self.base_tree.replace(armature=armature_vector(self, armature)), self.payloads)
 
+    def with_constraints(self, constraints):
+        """A copy of this model whose ``constraints`` are ``constraints`` (a sequence of
+        :class:`~rbd_ros.core.Constraint`, replacing the URDF's; cheap).  Raises
+        ModelError naming a constraint with an unknown link, both frames fixed to the
+        world, or a name used twice."""
+        return replace(self, constraints=as_tuple(constraints), _tls=threading.local())
+
     def with_payload(self, link, mass, com, inertia):
         """A copy of this model with a rigid payload attached to URDF link ``link``.
 
@@ -313,6 +327,8 @@ class Model:
                 x.setflags(write=False)
             object.__setattr__(self, name, x)
         object.__setattr__(self, "payloads", MappingProxyType(dict(self.payloads or {})))   # read-only view
+        object.__setattr__(self, "constraints", tuple(self.constraints))
+        check_links(self.constraints, self.links, ModelError)
         if self.base_tree is None:
             object.__setattr__(self, "base_tree", self.tree)
         if self.base_mass is None:

@@ -11,7 +11,9 @@ the description and flattens it into elementary bodies:
   hangs from and the transforms are composed (links fixed to the world
   contribute nothing);
 * planar joints become prismatic-prismatic-revolute chains (see joints.py);
-* with ``mimic=True`` a mimic joint reads its master's coordinate.
+* with ``mimic=True`` a mimic joint reads its master's coordinate;
+* loop closures (``<constraint>`` elements, constraints/urdf_element.py) become
+  the model's ``constraints``.
 
 Every number is checked at build time: non-finite values and magnitudes
 beyond ``errors.BOUNDS`` raise :class:`ModelError` naming the element.
@@ -24,6 +26,7 @@ import numpy as np
 from urdf_parser_py import urdf as up
 from urdf_parser_py.xml_reflection import core as xml_core
 
+from .constraints.urdf_element import read_constraints
 from .errors import BOUNDS, ModelError
 from .joints import planar_basis
 from .spatial import inertia_about_origin, rpy_to_matrix
@@ -227,7 +230,8 @@ class _Body:
 def parse(urdf, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81)) -> dict:
     """URDF text or path -> the keyword arguments of ``Model`` (its tree, names and
     joint terms).  Raises ModelError naming the element."""
-    robot = parse_xml(_read(urdf))
+    text = _read(urdf)
+    robot = parse_xml(text)
     root, links, joints, children = _tree(robot)
     mimics = _resolve_mimic(joints, mimic)
     if floating_base and "root_joint" in joints:
@@ -334,7 +338,8 @@ def parse(urdf, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81)) -> d
     terms = _joint_terms(joints, names, jtypes, idx_v, nv, mimics)
     return dict(name=robot.name or "robot", tree=tree, joint_names=tuple(names), joint_types=tuple(jtypes),
                 joint_nq=tuple(jnq), joint_nv=tuple(jnv), idx_q=tuple(idx_q), idx_v=tuple(idx_v),
-                link_names=link_names, mimic_joints=dict(mimics), mass=total_mass, **terms)
+                link_names=link_names, mimic_joints=dict(mimics), mass=total_mass,
+                constraints=read_constraints(text), **terms)
 
 
 def _attr(obj, name, joint, what):
