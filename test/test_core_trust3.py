@@ -170,9 +170,15 @@ def test_every_core_function_raises_type_error_for_a_non_model():
             "identify": (q[None], z[None], z[None], z[None]),
             "identify_payload": ("panda_hand", q[None], z[None], z[None], z[None]),
             "excitation_trajectory": (10.0,), "retime": (np.array([q, q]),),
-            "payload_capacity": ("panda_hand", q)}
+            "payload_capacity": ("panda_hand", q),
+            "constraint_error": (q,), "constraint_jacobian": (q,), "constraint_drift": (q, z),
+            "constraint_velocity": (q, z), "constrained_forward_dynamics": (q, z, z),
+            "constrained_inverse_dynamics": (q, z, z), "close_loops": (q,), "loop_velocity": (q, z),
+            "constrained_forward_dynamics_into": (q, z, z, (), np.empty(m.nv), np.empty(0)),
+            "constrained_inverse_dynamics_into": (q, z, z, (), np.empty(m.nv), np.empty(0))}
     names = [n for n in rbd.__all__ if callable(getattr(rbd, n)) and n not in (
-        "Model", "ModelError", "ltdl_unpack", "CollisionDetector", "RetimeResult", "PayloadCapacity")]
+        "Model", "ModelError", "ltdl_unpack", "CollisionDetector", "RetimeResult", "PayloadCapacity",
+        "Constraint", "ConstrainedForwardDynamics", "ConstrainedInverseDynamics")]
     assert {"friction", "rnea", "rnea_into", "crba", "aba_into", "compensation_into"} <= set(names)
     for name in names:
         if name in args:
