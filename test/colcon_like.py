@@ -47,6 +47,7 @@ DISTRIBUTIONS = {
     "rosbags": ("rosbags", None),
     "tqdm": ("tqdm", "python3-tqdm"),
     "threadpoolctl": ("threadpoolctl", None),
+    "toppra": ("toppra", None),          # its rosdep key python3-toppra-pip is pip-only
 }
 # the extras a ROS install could have through rosdep (not "ros", "ros-build": the ROS wheels
 # stand in for the ROS install itself)
