@@ -33,7 +33,7 @@ import numpy as np
 import rbd_ros.core as rbd
 from rbd_ros.core import compile_steps, registry
 from rbd_ros.node import effort_law, recent
-from rbd_ros.node.robot import Robot, merge_k
+from rbd_ros.node.robot import Robot, merge_k, warm_merge
 
 # seconds from node start to the control path / the services on a cold first start, quoted
 # in the first-start log line so that a user knows what to expect (bench/first_start.py)
@@ -84,12 +84,10 @@ def precompile_steps(model):
     """The node's steps of ``rbd_precompile`` (entry point group ``rbd_ros.precompile``):
     (name, function, group).  ``crba (one state)`` is what the first start's helper
     compiles for the node (compensation_into calls CRBA)."""
-    q, z = model.neutral(), np.zeros(model.nv)
+    q = model.neutral()
 
     def merge():
-        none = np.zeros(0, dtype=np.int64)
-        merge_k(np.zeros(1), np.zeros(1), True, none, none, none, none, q.copy(), z.copy(),
-                 np.zeros(len(rbd.dof_indices(model))), 0.0)
+        warm_merge(model.nq, model.nv, model.nv)
         recent.RecentStates(model.nq, model.nv, (), 0.01, 100.0)     # compiles its kernel
 
     return [("crba (one state)", lambda: rbd.crba(model, q), 0),
@@ -150,10 +148,7 @@ def warm_control_path(rt, log=None) -> None:
                           np.empty(rt.nout * rt.nout))
     if helper is not None:          # then the helper's rest: command law, merge kernel
         wait_for_helper(helper, lambda: False)
-    # the merge kernel with the argument types Robot.update gives it (nothing merged)
-    none = np.zeros(0, dtype=np.int64)
-    merge_k(np.zeros(1), np.zeros(1), True, none, none, none, none, q.copy(), z.copy(),
-             rt.stamp.copy(), 0.0)
+    warm_merge(model.nq, model.nv, rt.ndof)     # the merge kernel as Robot.update calls it
     if was_cold:
         _log(log, f"control-path kernels ready after {time.perf_counter() - t0:.1f} s")
 
