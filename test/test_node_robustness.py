@@ -225,10 +225,9 @@ def test_prismatic_and_planar_positions_are_bounded():
         qq = full.neutral()
         qq[full.q_index(n.split("/")[0]) + (1 if n.endswith("/y") else 0)] = 1e300
         refused = 0
-        for fn in (lambda: rbd.gravity(full, qq), lambda: rbd.bias(full, qq, np.ones(full.nv)),
-                   lambda: rbd.crba(full, qq)):
+        for fn, args in ((rbd.gravity, (full, qq)), (rbd.bias, (full, qq, np.ones(full.nv))), (rbd.crba, (full, qq))):
             try:
-                fn()
+                fn(*args)
             except ValueError as e:
                 assert "not finite" in str(e)
                 refused += 1

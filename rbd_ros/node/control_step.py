@@ -137,7 +137,7 @@ class ControlStep:
         rt.jacobian = np.zeros((6, rt.model.nv))
         rt.wrench_residual = np.zeros(rt.model.nv)
         rt.observer = rbd.MomentumObserver(rt.model, o.gain, friction=o.friction, max_gap=o.max_gap,
-                                           tau_held=True)
+                                           tau_held=o.held)
 
     def _set_error(self, what, text):
         """``what`` ("command" or "observer") is off because of ``text``: logged when it is
