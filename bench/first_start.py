@@ -6,7 +6,7 @@ Starts ``python -m rbd_ros.node`` on the bundled arm (rbd_arm7) with an empty
 NUMBA_CACHE_DIR, publishes joint states at 100 Hz from the moment it is started,
 and reports, counted from the start of the process:
 
-* the first-start log line (``compiling ... on first start``),
+* the first-start log line (``first start: compiling ...``),
 * the first ``~/gravity_torques_state`` message received,
 * the service worker's ``services ready`` line.
 
@@ -29,7 +29,7 @@ from sensor_msgs.msg import JointState
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 URDF = os.path.join(ROOT, "rbd_ros", "robots", "rbd_arm7.urdf")
 JOINTS = [f"joint{i}" for i in range(1, 8)]
-MARKS = (("compile line", "on first start"), ("services ready", "services ready"))
+MARKS = (("compile line", "first start: compiling"), ("services ready", "services ready"))
 
 
 def one_start(node, cache_dir, ns, timeout):

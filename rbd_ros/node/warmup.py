@@ -63,11 +63,20 @@ def _announce(what: str, names, kernels, seconds: int, log):
     cold)."""
     is_cold = cold(names, kernels)
     if is_cold:
-        _log(log, f"compiling the {what} kernels (numba) on first start: the compiled-code "
-                  f"cache is empty or out of date (a fresh install or an upgrade); this usually "
-                  f"takes ~{seconds} s, once -- later starts load them in ~1 s "
-                  f"(`rbd_precompile` compiles everything ahead of time)")
+        _log(log, first_start_line(what, seconds))
     return time.perf_counter(), is_cold
+
+
+def first_start_line(what: str, seconds: int) -> str:
+    """The first-start log line: one short, complete sentence (issue 22: the long one was
+    seen cut mid-sentence); the rest is said when the kernels are ready (``ready_line``)."""
+    return f"first start: compiling the {what} kernels (numba), ~{seconds} s once"
+
+
+def ready_line(what: str, seconds: float) -> str:
+    """The line that ends a first start's compile."""
+    return (f"{what} kernels ready after {seconds:.1f} s; they are cached now (later starts load them in ~1 s; "
+            "`rbd_precompile` compiles every kernel ahead of time, e.g. after an install)")
 
 
 # the core's public functions and the node's own kernels each process calls
@@ -150,7 +159,7 @@ def warm_control_path(rt, log=None) -> None:
         wait_for_helper(helper, lambda: False)
     warm_merge(model.nq, model.nv, rt.ndof)     # the merge kernel as Robot.update calls it
     if was_cold:
-        _log(log, f"control-path kernels ready after {time.perf_counter() - t0:.1f} s")
+        _log(log, ready_line("control-path", time.perf_counter() - t0))
 
 
 # the core's public names behind the momentum observer's outputs, and the precompile steps
@@ -166,12 +175,11 @@ def warm_observer(model, frame, log=None) -> None:
     the control path."""
     if registry.will_compile(OBSERVER):
         t0 = time.perf_counter()
-        _log(log, "compiling the momentum observer's kernels (numba) on first use, in a helper process; "
-                  "external_torques starts when they are ready (`rbd_precompile` compiles them ahead of time)")
+        _log(log, "first use: compiling the momentum observer's kernels (numba) in a helper process")
         helper = compile_in_helper(OBSERVER_STEPS)
         if helper is not None:
             wait_for_helper(helper, lambda: False)
-        _log(log, f"observer kernels ready after {time.perf_counter() - t0:.1f} s")
+        _log(log, ready_line("observer", time.perf_counter() - t0))
     compile_steps.warm_contact(model, frame)
 
 
@@ -195,7 +203,7 @@ def warm_services(rt, log=None) -> None:
         except ValueError as e:  # singular H at the neutral pose
             rt.fd_error = str(e)
     if was_cold:
-        _log(log, f"service kernels ready after {time.perf_counter() - t0:.1f} s")
+        _log(log, ready_line("service", time.perf_counter() - t0))
 
 
 def warm_up(rt, services: bool = False) -> None:
