@@ -293,5 +293,6 @@ def test_garbage_joint_states_are_dropped(client, arm_node):
     assert int(d["messages_dropped"]) >= 18
     assert d["model"] == "rbd_arm7" and d["dof"] == "7"
     assert "compute_time_p99_us" in d and float(d["compute_time_p50_us"]) > 0
+    assert 0 < float(d["callback_cpu_p50_us"]) < 1e5     # the control thread's own CPU time per message
     assert "dropped" in d["last_error"]
     assert node.log().count("non-finite position") >= 1
