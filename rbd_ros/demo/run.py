@@ -151,16 +151,16 @@ def run_demo(png: str | None, desired_rate=500.0, out=print):
 def node_time_lines(status: dict) -> list:
     """The node's time per joint state from its /diagnostics (the last 4096 callbacks):
     its CPU time (the control thread's own work) apart from the callbacks' wall time, and
-    how often the control thread was switched out during one."""
+    their difference (the thread ready but not running: another process or thread had
+    the core, or the GIL)."""
     g = status.get
     return [f"  node per joint state: CPU time p50/p99 {g('callback_cpu_p50_us', '?')}/"
-            f"{g('callback_cpu_p99_us', '?')} us (the control thread's own work: merge, dynamics, "
-            "command, observer, publishing)",
+            f"{g('callback_cpu_p99_us', '?')} us (the control thread's own work: merge, dynamics, command, "
+            "observer, publishing)",
             f"                        wall time p50/p99 {g('callback_time_p50_us', '?')}/"
-            f"{g('callback_time_p99_us', '?')} us (callback start to end); the thread was preempted in "
-            f"{g('callbacks_preempted_pct', '?')} % of them (every core busy: MuJoCo, this process and the "
-            f"node share {os.cpu_count()}), blocked in {g('callbacks_blocked_pct', '?')} %; wall p99 of "
-            f"the others {g('callback_time_p99_unswitched_us', '?')} us"]
+            f"{g('callback_time_p99_us', '?')} us (callback start to end), of which waiting for a CPU or the GIL "
+            f"p50/p99 {g('callback_wait_p50_us', '?')}/{g('callback_wait_p99_us', '?')} us (the node, MuJoCo and "
+            f"this process share {os.cpu_count()} cores)"]
 
 
 def plot(loop: ClosedLoop, png: str, hold, track, sag0, push):

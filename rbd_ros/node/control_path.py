@@ -187,7 +187,7 @@ class ControlPath:
 
     def _joint_state(self, msg: JointState) -> None:
         t0 = time.perf_counter()
-        r0 = resource.getrusage(resource.RUSAGE_THREAD)     # this thread's CPU time and switches
+        r0 = resource.getrusage(resource.RUSAGE_THREAD)     # this thread's CPU time (~1 us a call)
         st = self.stats
         st.msgs_in += 1
         bound = self.bound
@@ -208,8 +208,7 @@ class ControlPath:
         t3 = time.perf_counter()
         r1 = resource.getrusage(resource.RUSAGE_THREAD)
         st.record((t3 - t0) * 1e6, (t2 - t0) * 1e6, (t3 - t2) * 1e6,
-                  (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1e6,
-                  r1.ru_nivcsw > r0.ru_nivcsw, r1.ru_nvcsw > r0.ru_nvcsw)
+                  (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1e6)
 
     def on_desired(self, msg) -> None:
         """One ~/desired_state (trajectory_msgs/JointTrajectory, one point): stored or

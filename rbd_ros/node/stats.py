@@ -2,11 +2,10 @@
 read by diagnostics).
 
 Per published joint state: the callback's wall time (from its start to its end, including
-any wait for a CPU or the GIL), the dynamics' and the publishing's wall time, the
-callback's CPU time (the control thread's own work), and whether the thread was switched
-out during it -- preempted (a busy machine: every core taken) or blocked (waiting, e.g.
-for the GIL held by another thread of the node) -- so that a slow callback can be told
-apart from a busy machine."""
+any wait for a CPU or the GIL), the dynamics' and the publishing's wall time, and the
+callback's CPU time (the control thread's own work).  Their difference is the time the
+thread was ready but did not run (another process or thread had the core or the GIL), so
+that a slow node can be told apart from a busy machine."""
 from __future__ import annotations
 
 import time
@@ -26,8 +25,6 @@ class Stats:
         self.compute_us = np.zeros(window)
         self.publish_us = np.zeros(window)
         self.cpu_us = np.zeros(window)
-        self.preempted = np.zeros(window, dtype=bool)
-        self.blocked = np.zeros(window, dtype=bool)
         self.n = 0
         self.last_error = ""
         self.last_error_time = 0.0
@@ -35,15 +32,12 @@ class Stats:
     def drop(self, reason: str) -> None:
         self.dropped[reason] = self.dropped.get(reason, 0) + 1
 
-    def record(self, callback_us: float, compute_us: float, publish_us: float, cpu_us: float = 0.0,
-               preempted: bool = False, blocked: bool = False) -> None:
+    def record(self, callback_us: float, compute_us: float, publish_us: float, cpu_us: float = 0.0) -> None:
         k = self.n % self.window
         self.callback_us[k] = callback_us
         self.compute_us[k] = compute_us
         self.publish_us[k] = publish_us
         self.cpu_us[k] = cpu_us
-        self.preempted[k] = preempted
-        self.blocked[k] = blocked
         self.n += 1
 
     def error(self, text: str) -> None:
@@ -62,19 +56,11 @@ class Stats:
         return cb, co, pu
 
     def cpu_percentiles(self):
-        """(p50, p99) in us of the callbacks' CPU time over the same window, or None."""
+        """((CPU p50, p99), (wait p50, p99)) in us over the same window, or None: the
+        callbacks' CPU time, and their wall time minus it (the time not running)."""
         m = min(self.n, self.window)
         if m == 0:
             return None
-        return np.percentile(self.cpu_us[:m], [50, 99])
-
-    def switched(self):
-        """(% preempted, % blocked, wall p99 in us of the callbacks that were neither) over
-        the same window, or None (the p99 is nan when every callback was switched out)."""
-        m = min(self.n, self.window)
-        if m == 0:
-            return None
-        pre, blk = self.preempted[:m], self.blocked[:m]
-        calm = self.callback_us[:m][~(pre | blk)]
-        p99 = float(np.percentile(calm, 99)) if calm.size else float("nan")
-        return 100.0 * pre.mean(), 100.0 * blk.mean(), p99
+        cpu = self.cpu_us[:m]
+        wait = np.maximum(self.callback_us[:m] - cpu, 0.0)
+        return np.percentile(cpu, [50, 99]), np.percentile(wait, [50, 99])
