@@ -302,3 +302,17 @@ def test_a_flag_raised_before_a_restart_does_not_outlive_it(moving, restart):
     after = [f for t, f in flags if cut <= t < 2.2 and f is not None]
     assert len(after) > 300 and not any(after)                          # ... down from the restart on
     assert any(f for t, f in flags if t >= 2.2)
+
+
+def test_a_message_without_joints_of_the_model_is_no_sample(moving):
+    """A publisher of joints the model does not have (a gripper) between the arm's joint
+    states: no estimate for its messages, and the observer runs on undisturbed (no
+    restart; the same estimates as without them)."""
+    plain, mixed = Node(), Node()
+    for t, q, v, e in moving[:400]:
+        a, _ = plain.feed(t, q, v, e)
+        b, _ = mixed.feed(t, q, v, e)
+        assert (a is None) == (b is None) and (a is None or np.array_equal(a, b))
+        g, _ = mixed.feed(t + 5e-4, [0.01], [0.0], [1.0], names=["gripper_finger"])
+        assert g is None
+    assert mixed.rt.observer.restarts == plain.rt.observer.restarts

@@ -305,7 +305,7 @@ class ControlStep:
         efforts restarts it (``not_finite``).  Every restart also resets the collision
         detector: the flag and its debounce start again with the residual, from zero."""
         obs = rt.observer
-        if obs is None:
+        if obs is None or not rt.merged:     # (a message of joints the model does not have: no sample)
             return False
         if rt.observer_settings.source == "measured":
             if self._effort_bad:

@@ -173,6 +173,7 @@ class Robot:
         self.tau_meas = np.zeros(nv)
         self.effort_stamp = np.full(self.ndof, -math.inf)
         self.efforts_ok = False     # every DOF's latest position came with its effort (update())
+        self.merged = False         # the last update() merged some joint of the model
         # output buffers, one per term of terms.TERMS: array.array shared with the messages,
         # numpy views to write into (joints order)
         self.bufs = terms.buffers(self)
@@ -260,9 +261,11 @@ class Robot:
         src, dst, dst_q, dst_v, unknown, dup = self._lookup(names)
         if dup:
             return DROP_DUPLICATE, "a joint name appears twice in one message"
-        if len(src) == 0:
+        if len(src) == 0:                 # no joint of the model: nothing merged, no sample of its state
             self.oldest = float(self.stamp.min())
+            self.merged = False
             return "ok", unknown
+        self.merged = True
         p = _f64(position)
         vv = _f64(velocity) if nvel else p
         neff = len(effort) == n and n > 0
