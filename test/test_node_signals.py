@@ -27,6 +27,8 @@ from ros_harness import (
     wait_for,
 )
 
+from rbd_ros.node import warmup
+
 # what a user would read as a crash or a broken shutdown
 CRASH_SIGNS = ("Traceback", "Exception ignored", "KeyboardInterrupt", "RCLError", "terminate called",
                "Segmentation fault", "Failed to publish log message to rosout", "logger_sublogger_namepair")
@@ -159,6 +161,10 @@ def test_sigint_during_a_cold_compile(group):
         node = Node(unique_ns("sig_cc"), env={"NUMBA_CACHE_DIR": cache})
         try:
             assert node.wait_log("compiling the control-path kernels", timeout=60), node.log()
+            # the first line says it in one short, complete sentence (issue 22: it was seen cut)
+            line = next(x for x in node.log().splitlines() if "compiling the control-path kernels" in x)
+            text = line.split("]: ", 1)[1].rstrip()
+            assert text == warmup.first_start_line("control-path", warmup.CONTROL_PATH_S) and len(text) <= 80
             assert wait_for(lambda: _helper_of(node), timeout=10), node.log()
             time.sleep(1.0)   # both processes are compiling now
             assert _helper_of(node) and "kernels ready" not in node.log(), node.log()

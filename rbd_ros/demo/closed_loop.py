@@ -10,22 +10,21 @@ Starts two processes wired like a robot with ``forward_command_controller``:
   until the first command arrives (DDS discovery takes seconds on a loaded machine);
 * the dynamics node (``python -m rbd_ros.node``) reading those joint states,
 
-and runs four phases, printing a table and writing a PNG (desired vs actual
-joint angles, tracking error, applied torques over time; estimated vs applied external
-torques during the push):
+and runs four phases, in this order, printing a table and writing a PNG (desired vs
+actual joint angles, tracking error, applied torques over time; estimated vs applied
+external torques during the push):
 
-1. no command: the node is stopped, the arm sags under gravity (rad after 1 s);
-2. gravity hold (``command_mode: gravity``): drift in mrad over 3 s;
-3. computed torque (``command_mode: computed_torque``, set at run time) tracking a
+1. gravity hold (``command_mode: gravity``): drift in mrad over 3 s;
+2. computed torque (``command_mode: computed_torque``, set at run time) tracking a
    smooth joint trajectory sent as desired states on ``~/desired_state`` at 500 Hz:
    RMS and max tracking error;
-4. push: the arm held at q0 by computed torque, the node's momentum observer on, 10 N
+3. push: the arm held at q0 by computed torque, the node's momentum observer on, 10 N
    at the flange for 1 s through the driver's ``~/apply_wrench`` (``push.py``):
-   ``~/external_torques`` vs the applied Jᵀf, ``~/collision``'s rise and fall.
+   ``~/external_torques`` vs the applied Jᵀf, ``~/collision``'s rise and fall;
+4. no command: the node is stopped, the arm sags under gravity (rad after 1 s) -- last,
+   since stopping the node is the cleanest "no command" and the arm does not come back.
 
-They run in the order 2, 3, 4, 1 (the arm must be held at rest before the hold is
-measured; stopping the node is the cleanest "no command").  Before phase 2 the
-node brings the arm to rest at the start pose in computed-torque mode.
+Before phase 1 the node brings the arm to rest at the start pose in computed-torque mode.
 
     python -m rbd_ros.demo [--png PATH] [--rate HZ] [--no-plot]      (demo/run.py)
 

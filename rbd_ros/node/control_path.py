@@ -15,6 +15,7 @@ every COUNTS_PERIOD_S).
 from __future__ import annotations
 
 import math
+import resource
 import time
 from dataclasses import dataclass
 
@@ -176,7 +177,17 @@ class ControlPath:
 
     # ------------------------------------------------------------- callbacks
     def on_joint_state(self, msg: JointState) -> None:
+        """One joint_states message (control thread).  Never raises: anything unexpected
+        is counted (``dropped_internal_error``) and reported, and the next message is
+        handled as usual."""
+        try:
+            self._joint_state(msg)
+        except Exception as e:
+            self._failed("joint_states", e)
+
+    def _joint_state(self, msg: JointState) -> None:
         t0 = time.perf_counter()
+        r0 = resource.getrusage(resource.RUSAGE_THREAD)     # this thread's CPU time (~1 us a call)
         st = self.stats
         st.msgs_in += 1
         bound = self.bound
@@ -195,11 +206,20 @@ class ControlPath:
         self._publish(bound, stamp, keys)
         st.msgs_out += 1
         t3 = time.perf_counter()
-        st.record((t3 - t0) * 1e6, (t2 - t0) * 1e6, (t3 - t2) * 1e6)
+        r1 = resource.getrusage(resource.RUSAGE_THREAD)
+        st.record((t3 - t0) * 1e6, (t2 - t0) * 1e6, (t3 - t2) * 1e6,
+                  (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1e6)
 
     def on_desired(self, msg) -> None:
         """One ~/desired_state (trajectory_msgs/JointTrajectory, one point): stored or
-        dropped by the step; ~/feedforward_torques published for it while someone listens."""
+        dropped by the step; ~/feedforward_torques published for it while someone listens.
+        Never raises (as on_joint_state)."""
+        try:
+            self._desired(msg)
+        except Exception as e:
+            self._failed("desired_state", e)
+
+    def _desired(self, msg) -> None:
         bound = self.bound
         if bound is None:
             self.step.drop_desired("no robot model loaded yet")
@@ -210,22 +230,27 @@ class ControlPath:
         if self.step.desired(bound.rt, msg.joint_names, msg.points, now):
             self._publish(bound, msg.header.stamp, ("ff",))
 
+    def _failed(self, topic: str, e: Exception) -> None:
+        """A callback failed unexpectedly: count and report it (never raises).  Quiet once
+        the context is shut down (Ctrl-C: publishing from under a callback fails then)."""
+        try:
+            if not self.context.ok():
+                return
+            self.stats.drop("internal_error")
+            self.step.report_failure(f"{topic} message not handled: {type(e).__name__}: {e}")
+        except Exception:   # reporting must not raise either
+            pass
+
     def _publish(self, bound: Bound, stamp, keys) -> None:
         if not bound.shared:
             bound.reattach(self.outputs)
         msgs, pubs, outs, live = bound.msgs, self.publishers, self.outputs, self._live
-        try:
-            for key in keys:
-                for i in self.by_term[key]:
-                    if i in live:
-                        m = msgs[i]
-                        _fill(outs[i], m, bound.rt, stamp)
-                        pubs[i].publish(m)
-        except Exception:
-            # Ctrl-C: the context is shut down from under a callback that is publishing
-            # ("publisher's context is invalid"); end quietly then
-            if self.context.ok():
-                raise
+        for key in keys:
+            for i in self.by_term[key]:
+                if i in live:
+                    m = msgs[i]
+                    _fill(outs[i], m, bound.rt, stamp)
+                    pubs[i].publish(m)
 
     # ------------------------------------------------------------ diagnostics
     def command_diagnostics(self, now: float):

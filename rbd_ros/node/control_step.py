@@ -26,8 +26,9 @@ import numpy as np
 
 import rbd_ros.core as rbd
 from rbd_ros.node import effort_law, recent, terms, warmup
+from rbd_ros.node.logs import log_at
 from rbd_ros.node.observer_settings import ObserverSettings
-from rbd_ros.node.robot import DROP_NONFINITE
+from rbd_ros.node.robot import DROP_NONFINITE, DROP_RANGE
 
 CLAMP_WARN_PERIOD_S = 2.0
 THROTTLE_S = 2.0
@@ -136,7 +137,7 @@ class ControlStep:
         rt.jacobian = np.zeros((6, rt.model.nv))
         rt.wrench_residual = np.zeros(rt.model.nv)
         rt.observer = rbd.MomentumObserver(rt.model, o.gain, friction=o.friction, max_gap=o.max_gap,
-                                           tau_held=True)
+                                           tau_held=o.held)
 
     def _set_error(self, what, text):
         """``what`` ("command" or "observer") is off because of ``text``: logged when it is
@@ -199,8 +200,8 @@ class ControlStep:
             else:
                 stats.drop(status)
                 self._report(f"joint_states message dropped ({status}): {detail}", "warning")
-                if status == DROP_NONFINITE:
-                    self._observer_not_finite(rt, stamp)
+                if status in (DROP_NONFINITE, DROP_RANGE):
+                    self._observer_not_finite(rt, stamp, "NaN/inf" if status == DROP_NONFINITE else "out of range")
                 return None
         if detail:
             unknown = frozenset(detail)
@@ -297,32 +298,35 @@ class ControlStep:
 
     def observe(self, rt, stamp: float, now: float) -> bool:
         """τ̂_ext into the tau_ext buffer (joints order); True while the estimate is valid.
-        Without the torques of this sample (no fresh efforts, no command sent for the
-        previous state) the observer is reset and nothing is published: it starts again
-        from the next sample that has them.  NaN/inf among the efforts restarts it
-        (``not_finite``)."""
+        Without the torques of this sample (``measured``: this message, or the latest one
+        of every DOF, carried no finite effort -- decided per message; ``commanded``: no
+        command sent for the previous state) the observer is reset and nothing is
+        published: it starts again from the next sample that has them.  NaN/inf among the
+        efforts restarts it (``not_finite``).  Every restart also resets the collision
+        detector: the flag and its debounce start again with the residual, from zero."""
         obs = rt.observer
-        if obs is None:
+        if obs is None or not rt.merged:     # (a message of joints the model does not have: no sample)
             return False
         if rt.observer_settings.source == "measured":
             if self._effort_bad:
                 self._observer_not_finite(rt, stamp)
                 return False
-            if not rt.efforts_fresh(now, self.max_state_age):
-                obs.reset()
+            if not rt.efforts_fresh():
+                self._restart(rt)
                 self._waiting("joint_states carry no (fresh) efforts for every joint: external_torques needs "
                               "JointState.effort with observer_torque_source measured (or set it to commanded)")
                 return False
             tau = rt.tau_meas
         else:
             if not rt.cmd_prev_valid:
-                obs.reset()
+                self._restart(rt)
                 self._waiting("no effort_command was sent for the previous joint state (observer_torque_source "
                               "commanded)")
                 return False
             tau = rt.cmd_prev
         est = obs.update(stamp, rt.q, rt.v, tau)
         if not obs.valid:
+            rt.detector.reset()
             self._waiting(f"the observer restarted ({obs.status})" if obs.status != "started" else "")
             return False
         self.observer_waiting = ""
@@ -331,13 +335,21 @@ class ControlStep:
         self._estimated = True
         return True
 
-    def _observer_not_finite(self, rt, stamp: float) -> None:
-        """A sample with NaN/inf (dropped, or its efforts): the observer restarts, counted
-        as ``not_finite`` (it is fed the sample's non-finite torque)."""
+    @staticmethod
+    def _restart(rt) -> None:
+        """The observer starts again at the next sample with torques; the flag is down."""
+        rt.observer.reset()
+        rt.detector.reset()
+
+    def _observer_not_finite(self, rt, stamp: float, what: str = "NaN/inf") -> None:
+        """A sample with NaN/inf or out of range (dropped, or its efforts): the observer
+        restarts, counted as ``not_finite`` (it is fed the sample's non-finite torque), and
+        the collision flag goes down."""
         obs = rt.observer
         if obs is not None:
             obs.update(stamp, rt.q, rt.v, rt.tau_nan)
-            self._waiting(f"the observer restarted ({obs.status}: NaN/inf in joint_states)")
+            rt.detector.reset()
+            self._waiting(f"the observer restarted ({obs.status}: {what} in joint_states)")
 
     def wrench(self, rt) -> bool:
         """The wrench at the contact frame (its own axes) that explains τ̂_ext (this
@@ -370,8 +382,7 @@ class ControlStep:
         """Restart the observer (and the collision flag) at the next sample; False if off."""
         if rt is None or rt.observer is None:
             return False
-        rt.observer.reset()
-        rt.detector.reset()
+        self._restart(rt)
         return True
 
     # ------------------------------------------------------------------ helpers
@@ -396,6 +407,11 @@ class ControlStep:
                           + (" (fresh desired state)" if s.needs_desired else ""))
         self._fallback_reason = reason
 
+    def report_failure(self, text: str) -> None:
+        """An unexpected failure of the control path (ControlPath's callback guard): an
+        error, throttled like every report."""
+        self._report(text, "error")
+
     def _report(self, text: str, level: str, throttle=True) -> None:
         """Log ``text`` (at most once per THROTTLE_S for the same kind of message) and hand
         it to ``on_error`` (the diagnostics' last error)."""
@@ -406,7 +422,7 @@ class ControlStep:
         if throttle and now - self._throttled.get(key, -math.inf) < THROTTLE_S:
             return
         self._throttled[key] = now
-        getattr(self.log, level)(text)
+        log_at(self.log, level, text)
 
     # ------------------------------------------------------------------ diagnostics
     def command_diagnostics(self, now: float):

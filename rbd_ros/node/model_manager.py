@@ -18,6 +18,7 @@ import numpy as np
 import rbd_ros.core as rbd
 from rbd_ros.node import model_build as mb
 from rbd_ros.node import payload as pl
+from rbd_ros.node.logs import log_at
 
 
 def friction_eps(p) -> float:
@@ -134,5 +135,5 @@ class ModelManager:
         return f"payloads now: {mb.payloads_text(new_rt.model)} (model mass {new_rt.model.mass:.4g} kg)"
 
     def _error(self, text: str, level: str) -> None:
-        getattr(self.log, level)(text)
+        log_at(self.log, level, text)
         self.on_error(text)

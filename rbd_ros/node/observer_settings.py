@@ -26,6 +26,7 @@ class ObserverSettings:
             raise ValueError("observer_torque_source commanded: the effort command must cover every DOF of the "
                              f"model (parameter joints {list(rt.out_names)} leaves out "
                              f"{sorted(set(rt.dof_names) - set(rt.out_names))})")
+        self.held = bool(params.observer_torque_held)
         self.friction = bool(params.observer_friction)
         self.max_gap = float(params.observer_max_gap)
         if not (math.isfinite(self.max_gap) and self.max_gap > 0):

@@ -117,6 +117,11 @@ TABLE = (
     Param("observer_torque_source", STRING, "measured", "The joint torques the observer compares with the "
           "dynamics: measured = JointState.effort (required then); commanded = the node's own ~/effort_command "
           "(it then covers every DOF).", G_OBS, choices=("measured", "commanded")),
+    Param("observer_torque_held", BOOL, False, "How the torques vary between two joint states. false: they are "
+          "samples of a signal that changes in between (a torque sensor; a driver that controls faster than it "
+          "publishes, e.g. rbd_ros.sim at 1 kHz publishing at 500 Hz): the trapezoid rule. true: each was applied "
+          "constant over the whole step that ends at its sample (a driver that publishes every control period the "
+          "torque it applied in it): integrated exactly.", G_OBS),
     Param("observer_friction", BOOL, False, "Subtract the URDF joint friction law from the torques (motor-side "
           "torques: commanded, or current x torque constant).", G_OBS),
     Param("observer_max_gap", DOUBLE, 0.05, "A longer gap between joint states (or a jump in q, a model swap, "

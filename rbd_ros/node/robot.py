@@ -23,31 +23,60 @@ from rbd_ros.node.effort_law import CommandLaw
 DROP_SIZE = "size_mismatch"
 DROP_NONFINITE = "non_finite"
 DROP_DUPLICATE = "duplicate_names"
+DROP_RANGE = "out_of_range"
+
+# The largest |velocity| (rad/s or m/s) and |prismatic position| (m) a joint state may carry:
+# the core computes finite results for every in-bounds model (core/errors.py BOUNDS) at
+# arguments up to 1e6 and refuses (overflow) states far beyond; a joint state beyond it is
+# dropped whole, like NaN.  Revolute and continuous positions enter only through sin/cos:
+# any finite value.
+STATE_LIMIT = 1e6
 
 
 @njit(cache=True, nogil=True)
-def merge_k(pos, vel, has_vel, src, dst, dst_q, dst_v, q, v, stamp, now):
+def merge_k(pos, vel, has_vel, eff, has_eff, src, dst, dst_q, dst_v, q_limit, v_limit, q, v, stamp, tau,
+            effort_stamp, now):
     """Copy pos[src] (and vel[src], or zeros) into q / v at dst_q / dst_v and stamp the
-    DOFs dst with ``now`` -- only if every copied value is finite.  Returns (code,
-    oldest stamp of all DOFs): code -1 merged; k >= 0 position src[k] is not finite;
-    -(k + 2) velocity src[k] is not finite (nothing written then)."""
+    DOFs dst with ``now`` -- only if every copied value is acceptable: |pos[src[k]]| <=
+    q_limit[dst[k]] and |vel[src[k]]| <= v_limit (False for NaN, inf and numbers the
+    core would overflow on).  With ``has_eff``, eff[src] goes into tau at dst_v where
+    finite (effort_stamp = now); a DOF merged without a finite effort gets effort_stamp
+    -inf.  Returns (code, oldest stamp of all DOFs, efforts fresh): code -1 merged; k >= 0
+    position src[k] refused; -(k + 2) velocity src[k] refused (nothing written then);
+    efforts fresh: every DOF's latest position came with its effort."""
     m = src.shape[0]
     for k in range(m):
-        if not np.isfinite(pos[src[k]]):
-            return k, -np.inf
+        if not abs(pos[src[k]]) <= q_limit[dst[k]]:
+            return k, -np.inf, False
     if has_vel:
         for k in range(m):
-            if not np.isfinite(vel[src[k]]):
-                return -(k + 2), -np.inf
+            if not abs(vel[src[k]]) <= v_limit:
+                return -(k + 2), -np.inf, False
     for k in range(m):
         q[dst_q[k]] = pos[src[k]]
         v[dst_v[k]] = vel[src[k]] if has_vel else 0.0
         stamp[dst[k]] = now
+        if has_eff and np.isfinite(eff[src[k]]):
+            tau[dst_v[k]] = eff[src[k]]
+            effort_stamp[dst[k]] = now
+        else:
+            effort_stamp[dst[k]] = -np.inf
     oldest = np.inf
+    fresh = True
     for i in range(stamp.shape[0]):
         if stamp[i] < oldest:
             oldest = stamp[i]
-    return -1, oldest
+        if effort_stamp[i] != stamp[i]:
+            fresh = False
+    return -1, oldest, fresh
+
+
+def warm_merge(nq: int, nv: int, ndof: int) -> None:
+    """Compile (or load) merge_k for the argument types Robot.update gives it (nothing merged)."""
+    none = np.zeros(0, dtype=np.int64)
+    one = np.zeros(1)
+    merge_k(one, one, True, one, True, none, none, none, none, np.zeros(ndof), 0.0, np.zeros(nq), np.zeros(nv),
+            np.zeros(ndof), np.zeros(nv), np.zeros(ndof), 0.0)
 
 
 def _f64(x) -> np.ndarray:
@@ -75,9 +104,9 @@ class Robot:
         self.base_joint = None  # name of the free-flyer joint when floating
         self.options = {}       # build options (build_robot), resent to the service worker
         self.fd_error = None    # why forward dynamics is unavailable (warm_up), or None
-        dof_names, dof_q, dof_v = [], [], []
-        for jn, nq, nv, iq, iv in zip(model.joint_names, model.joint_nq, model.joint_nv,
-                                      model.idx_q, model.idx_v):
+        dof_names, dof_q, dof_v, linear = [], [], [], []
+        for jn, jt, nq, nv, iq, iv in zip(model.joint_names, model.joint_types, model.joint_nq, model.joint_nv,
+                                          model.idx_q, model.idx_v):
             if nq == 7 and nv == 6:  # free-flyer: floating_base's root_joint or a URDF floating
                 if iq != 0 or iv != 0:
                     raise rbd.ModelError(
@@ -93,11 +122,13 @@ class Robot:
                 dof_names.append(jn)
                 dof_q.append(iq)
                 dof_v.append(iv)
+                linear.append(jt == "prismatic")
             elif nq == 3 and nv == 3:
                 for k, suffix in enumerate(("x", "y", "theta")):
                     dof_names.append(f"{jn}/{suffix}")
                     dof_q.append(iq + k)
                     dof_v.append(iv + k)
+                    linear.append(k < 2)
             else:
                 raise rbd.ModelError(f"joint {jn!r}: nq={nq}, nv={nv} is not supported by the node")
         if not dof_names:
@@ -107,6 +138,8 @@ class Robot:
         self.dof_q = np.asarray(dof_q, dtype=np.int64)
         self.dof_v = np.asarray(dof_v, dtype=np.int64)
         self.ndof = len(dof_names)
+        # the largest |position| a joint state may carry per DOF (STATE_LIMIT)
+        self.q_limit = np.where(linear, STATE_LIMIT, np.inf)
         self.mimic = dict(getattr(model, "mimic_joints", {}) or {})
         self.link_index = {n: i for i, n in enumerate(model.link_names)}
 
@@ -136,8 +169,11 @@ class Robot:
         self.warned_unknown: set = set()
 
         # measured joint efforts (JointState.effort, model v order) and their receive times
+        # (-inf: the DOF's latest position came without a finite effort)
         self.tau_meas = np.zeros(nv)
         self.effort_stamp = np.full(self.ndof, -math.inf)
+        self.efforts_ok = False     # every DOF's latest position came with its effort (update())
+        self.merged = False         # the last update() merged some joint of the model
         # output buffers, one per term of terms.TERMS: array.array shared with the messages,
         # numpy views to write into (joints order)
         self.bufs = terms.buffers(self)
@@ -210,9 +246,11 @@ class Robot:
         """Merge one JointState into the state.
 
         Returns (status, detail): status "ok", "no_velocity" (merged, velocities
-        taken as zero), or a DROP_* reason with a detail text (state untouched).
-        ``effort`` (one per name, or empty) is merged into ``tau_meas`` where finite
-        (``effort_stamp``), after the positions; it never drops a message.
+        taken as zero), or a DROP_* reason with a detail text (state untouched): NaN/inf
+        (DROP_NONFINITE), a velocity or a prismatic position beyond STATE_LIMIT
+        (DROP_RANGE).  ``effort`` (one per name, or empty) is merged into ``tau_meas``
+        where finite; ``efforts_ok`` then says whether every DOF's latest position came
+        with its effort (``efforts_fresh``).  Efforts never drop a message.
         """
         n = len(names)
         if len(position) != n:
@@ -223,27 +261,36 @@ class Robot:
         src, dst, dst_q, dst_v, unknown, dup = self._lookup(names)
         if dup:
             return DROP_DUPLICATE, "a joint name appears twice in one message"
-        if len(src) == 0:
+        if len(src) == 0:                 # no joint of the model: nothing merged, no sample of its state
             self.oldest = float(self.stamp.min())
+            self.merged = False
             return "ok", unknown
+        self.merged = True
         p = _f64(position)
         vv = _f64(velocity) if nvel else p
-        code, self.oldest = merge_k(p, vv, nvel > 0, src, dst, dst_q, dst_v, self.q, self.v,
-                                     self.stamp, now)
+        neff = len(effort) == n and n > 0
+        e = _f64(effort) if neff else p
+        code, self.oldest, self.efforts_ok = merge_k(p, vv, nvel > 0, e, neff, src, dst, dst_q, dst_v, self.q_limit,
+                                                     STATE_LIMIT, self.q, self.v, self.stamp, self.tau_meas,
+                                                     self.effort_stamp, now)
         if code != -1:
-            field, x = ("position", p) if code >= 0 else ("velocity", vv)
-            bad = [names[int(k)] for k in src if not math.isfinite(x[k])]
-            return DROP_NONFINITE, f"non-finite {field} for {bad}"
-        if len(effort) == n:
-            e = _f64(effort)[src]
-            ok = np.isfinite(e)
-            self.tau_meas[dst_v[ok]] = e[ok]
-            self.effort_stamp[dst[ok]] = now
+            if code >= 0:
+                field, x, lim = "position", p, self.q_limit[dst]
+            else:
+                field, x, lim = "velocity", vv, np.full(len(dst), STATE_LIMIT)
+            vals = x[src]
+            if not np.all(np.isfinite(vals)):
+                bad = [names[int(k)] for k in src if not math.isfinite(x[k])]
+                return DROP_NONFINITE, f"non-finite {field} for {bad}"
+            bad = [f"{names[int(k)]}: {x[k]:.3g}" for k, m in zip(src, lim) if not abs(x[k]) <= m]
+            return DROP_RANGE, (f"{field} beyond {STATE_LIMIT:g} in magnitude ({', '.join(bad)}): not a state "
+                                "of a real robot (the dynamics would overflow)")
         return ("ok" if nvel else "no_velocity"), unknown
 
-    def efforts_fresh(self, now: float, max_age: float) -> bool:
-        """Every DOF has a measured effort, none older than max_age (<= 0: any age)."""
-        return self._fresh(float(self.effort_stamp.min()), now, max_age)
+    def efforts_fresh(self) -> bool:
+        """Every DOF's latest position came with a finite effort (decided per message by
+        update(), never by a timer)."""
+        return self.efforts_ok
 
     def ready_after_update(self, now: float, max_age: float) -> bool:
         """ready() from the oldest stamp the last successful update() saw (control path)."""

@@ -33,7 +33,7 @@ import numpy as np
 import rbd_ros.core as rbd
 from rbd_ros.core import compile_steps, registry
 from rbd_ros.node import effort_law, recent
-from rbd_ros.node.robot import Robot, merge_k
+from rbd_ros.node.robot import Robot, merge_k, warm_merge
 
 # seconds from node start to the control path / the services on a cold first start, quoted
 # in the first-start log line so that a user knows what to expect (bench/first_start.py)
@@ -63,11 +63,20 @@ def _announce(what: str, names, kernels, seconds: int, log):
     cold)."""
     is_cold = cold(names, kernels)
     if is_cold:
-        _log(log, f"compiling the {what} kernels (numba) on first start: the compiled-code "
-                  f"cache is empty or out of date (a fresh install or an upgrade); this usually "
-                  f"takes ~{seconds} s, once -- later starts load them in ~1 s "
-                  f"(`rbd_precompile` compiles everything ahead of time)")
+        _log(log, first_start_line(what, seconds))
     return time.perf_counter(), is_cold
+
+
+def first_start_line(what: str, seconds: int) -> str:
+    """The first-start log line: one short, complete sentence (issue 22: the long one was
+    seen cut mid-sentence); the rest is said when the kernels are ready (``ready_line``)."""
+    return f"first start: compiling the {what} kernels (numba), ~{seconds} s once"
+
+
+def ready_line(what: str, seconds: float) -> str:
+    """The line that ends a first start's compile."""
+    return (f"{what} kernels ready after {seconds:.1f} s; they are cached now (later starts load them in ~1 s; "
+            "`rbd_precompile` compiles every kernel ahead of time, e.g. after an install)")
 
 
 # the core's public functions and the node's own kernels each process calls
@@ -84,12 +93,10 @@ def precompile_steps(model):
     """The node's steps of ``rbd_precompile`` (entry point group ``rbd_ros.precompile``):
     (name, function, group).  ``crba (one state)`` is what the first start's helper
     compiles for the node (compensation_into calls CRBA)."""
-    q, z = model.neutral(), np.zeros(model.nv)
+    q = model.neutral()
 
     def merge():
-        none = np.zeros(0, dtype=np.int64)
-        merge_k(np.zeros(1), np.zeros(1), True, none, none, none, none, q.copy(), z.copy(),
-                 np.zeros(len(rbd.dof_indices(model))), 0.0)
+        warm_merge(model.nq, model.nv, model.nv)
         recent.RecentStates(model.nq, model.nv, (), 0.01, 100.0)     # compiles its kernel
 
     return [("crba (one state)", lambda: rbd.crba(model, q), 0),
@@ -150,12 +157,9 @@ def warm_control_path(rt, log=None) -> None:
                           np.empty(rt.nout * rt.nout))
     if helper is not None:          # then the helper's rest: command law, merge kernel
         wait_for_helper(helper, lambda: False)
-    # the merge kernel with the argument types Robot.update gives it (nothing merged)
-    none = np.zeros(0, dtype=np.int64)
-    merge_k(np.zeros(1), np.zeros(1), True, none, none, none, none, q.copy(), z.copy(),
-             rt.stamp.copy(), 0.0)
+    warm_merge(model.nq, model.nv, rt.ndof)     # the merge kernel as Robot.update calls it
     if was_cold:
-        _log(log, f"control-path kernels ready after {time.perf_counter() - t0:.1f} s")
+        _log(log, ready_line("control-path", time.perf_counter() - t0))
 
 
 # the core's public names behind the momentum observer's outputs, and the precompile steps
@@ -171,12 +175,11 @@ def warm_observer(model, frame, log=None) -> None:
     the control path."""
     if registry.will_compile(OBSERVER):
         t0 = time.perf_counter()
-        _log(log, "compiling the momentum observer's kernels (numba) on first use, in a helper process; "
-                  "external_torques starts when they are ready (`rbd_precompile` compiles them ahead of time)")
+        _log(log, "first use: compiling the momentum observer's kernels (numba) in a helper process")
         helper = compile_in_helper(OBSERVER_STEPS)
         if helper is not None:
             wait_for_helper(helper, lambda: False)
-        _log(log, f"observer kernels ready after {time.perf_counter() - t0:.1f} s")
+        _log(log, ready_line("observer", time.perf_counter() - t0))
     compile_steps.warm_contact(model, frame)
 
 
@@ -200,7 +203,7 @@ def warm_services(rt, log=None) -> None:
         except ValueError as e:  # singular H at the neutral pose
             rt.fd_error = str(e)
     if was_cold:
-        _log(log, f"service kernels ready after {time.perf_counter() - t0:.1f} s")
+        _log(log, ready_line("service", time.perf_counter() - t0))
 
 
 def warm_up(rt, services: bool = False) -> None:

@@ -139,20 +139,29 @@ class WorkerClient:
             self.log.error(self.error)
             self.on_error(self.error)
 
-    def stop(self) -> None:
-        """Close the worker's stdin (it exits), wait; terminate/kill if it does not."""
+    def stop(self, timeout: float = 3.0) -> None:
+        """End the worker: a ready one by closing its stdin (it exits; terminated after
+        ``timeout`` s, then killed, if it does not), one still starting (importing,
+        compiling its kernels: it reads no stdin until it has loaded its model) at once
+        by SIGTERM."""
         with self._lock:
             self.closing = True
             proc = self.proc
+            ready = self.ready
         if proc is None:
             return
         proc.queue.put(None)
+        if not ready:
+            try:
+                proc.terminate()
+            except OSError:
+                pass
         try:
             proc.stdin.close()
         except (OSError, ValueError):
             pass
         try:
-            proc.wait(3.0)
+            proc.wait(timeout)
         except subprocess.TimeoutExpired:
             proc.terminate()
             try:
