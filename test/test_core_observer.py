@@ -29,8 +29,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 from core_util import random_tree_urdf  # noqa: E402
 
 import rbd_ros.core as rbd  # noqa: E402
-from rbd_ros.core import observer as obs_mod  # noqa: E402
-from rbd_ros.core.observer import GAP, JUMP, NOT_FINITE, OK, STARTED, TIME, MomentumObserver  # noqa: E402
+from rbd_ros.core.estimation import observer as obs_mod  # noqa: E402
+from rbd_ros.core.estimation.observer import GAP, JUMP, NOT_FINITE, OK, STARTED, TIME, MomentumObserver  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARM_URDF = os.path.join(ROOT, "rbd_ros", "robots", "rbd_arm7.urdf")

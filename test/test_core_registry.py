@@ -14,8 +14,9 @@ import pytest
 from core_util import random_state, random_tree_urdf, rel_err
 
 import rbd_ros.core as rbd
-from rbd_ros.core import api, layout
-from rbd_ros.core.registry import ALGORITHMS
+from rbd_ros.core.algorithms import layout
+from rbd_ros.core.calls import arguments as api
+from rbd_ros.core.calls.registry import ALGORITHMS
 
 TOL = 1e-9
 ENTRIES = [pytest.param(e, id=e.name) for e in ALGORITHMS]

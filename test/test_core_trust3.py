@@ -10,7 +10,7 @@ import pytest
 from core_util import random_state, random_tree_urdf
 
 import rbd_ros.core as rbd
-from rbd_ros.core.errors import BOUNDS
+from rbd_ros.core.model.errors import BOUNDS
 
 
 def panda_urdf(link_mass=None):
@@ -177,7 +177,7 @@ def test_every_core_function_raises_type_error_for_a_non_model():
         if name in args:
             a = args[name]
         else:
-            from rbd_ros.core.registry import BY_NAME
+            from rbd_ros.core.calls.registry import BY_NAME
             e = BY_NAME[name[:-5] if name.endswith("_into") else name]
             a = tuple(q if x == "q" else z for x in e.inputs) + tuple(o.example(m) for o in e.options)
             if name.endswith("_into"):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from rbd_ros.core import _numba_compat as nbc
+from rbd_ros.core.calls import _numba_compat as nbc
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WHO = f"numba {numba.__version__} changed an internal rbd_ros.core relies on (rbd_ros/core/_numba_compat.py)"

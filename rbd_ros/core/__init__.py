@@ -25,16 +25,16 @@ The algorithms are declared in ``registry.py``; their public functions are made
 from it (``api.py``).  Conventions: see doc/core.md (joint order, free-flyer
 layout, wrench frames, SI units).
 """
-from .api import FEXT_FRAMES
-from .contact import CollisionDetector, external_wrench, external_wrench_into
-from .control_loop import compensation_into, dof_indices, friction
-from .excitation import excitation_trajectory
+from .calls.arguments import FEXT_FRAMES
+from .calls.control_loop import compensation_into, dof_indices, friction
+from .calls.linalg import ltdl, ltdl_solve, ltdl_unpack
+from .estimation.contact import CollisionDetector, external_wrench, external_wrench_into
+from .estimation.excitation import excitation_trajectory
+from .estimation.identification import identify
+from .estimation.observer import MomentumObserver
+from .estimation.payload_identification import identify_payload
 from .functions import PUBLIC as _PUBLIC
-from .identification import identify
-from .linalg import ltdl, ltdl_solve, ltdl_unpack
-from .model import Model, ModelError
-from .observer import MomentumObserver
-from .payload_identification import identify_payload
+from .model.model import Model, ModelError
 
 globals().update(_PUBLIC)
 

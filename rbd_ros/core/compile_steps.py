@@ -16,12 +16,12 @@ from importlib.metadata import entry_points
 import numpy as np
 
 from . import functions
-from .contact import CollisionDetector, external_wrench_into
-from .control_loop import compensation_into, dof_indices
-from .linalg import ltdl, ltdl_solve
-from .model import Model
-from .observer import MomentumObserver
-from .registry import ALGORITHMS
+from .calls.control_loop import compensation_into, dof_indices
+from .calls.linalg import ltdl, ltdl_solve
+from .calls.registry import ALGORITHMS
+from .estimation.contact import CollisionDetector, external_wrench_into
+from .estimation.observer import MomentumObserver
+from .model.model import Model
 
 # a 3-body tree with one of each joint kind the kernels dispatch on (revolute,
 # prismatic, continuous) and a mimic joint; the compiled code is the same for any model

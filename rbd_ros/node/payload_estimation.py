@@ -35,10 +35,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rbd_ros.core import registry
-from rbd_ros.core.identification import ExcitationError
-from rbd_ros.core.payload_identification import identify_payload
-from rbd_ros.core.signals import RecordingError, prepare
+from rbd_ros.core.calls import registry
+from rbd_ros.core.estimation.identification import ExcitationError
+from rbd_ros.core.estimation.payload_identification import identify_payload
+from rbd_ros.core.estimation.signals import RecordingError, prepare
 from rbd_ros.node import payload as pl
 from rbd_ros.node import warmup
 from rbd_ros.node.services import NO_MODEL, friction_eps

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rbd_ros.core.signals import DEFAULT_CUTOFF_HZ, RecordingError, Samples, prepare  # noqa: F401  (re-exported)
+from rbd_ros.core.estimation.signals import DEFAULT_CUTOFF_HZ, RecordingError, Samples, prepare  # noqa: F401  (re-exported)
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
 

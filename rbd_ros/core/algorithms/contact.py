@@ -5,7 +5,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..spatial import JIT
+from .spatial import JIT
 
 
 @njit(**JIT)

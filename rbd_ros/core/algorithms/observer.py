@@ -16,7 +16,7 @@ import math
 
 from numba import njit
 
-from ..spatial import JIT
+from .spatial import JIT
 
 OK, STARTED, GAP, JUMP, TIME, NOT_FINITE = 0, 1, 2, 3, 4, 5
 

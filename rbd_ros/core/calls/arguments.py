@@ -34,11 +34,11 @@ from dataclasses import dataclass
 import numpy as np
 from numba.core import types as nbt
 
+from ..algorithms.common import BAD_FEXT, BAD_Q, BAD_QUAT, BAD_RESULT, BAD_SHAPE, BAD_V, OK, SINGULAR
+from ..algorithms.crba import crba_k
+from ..model.model import Model
 from . import _numba_compat as nbc
-from .algorithms.common import BAD_FEXT, BAD_Q, BAD_QUAT, BAD_RESULT, BAD_SHAPE, BAD_V, OK, SINGULAR
-from .algorithms.crba import crba_k
-from .batch import run_batch, run_rows
-from .model import Model
+from .checked import run_batch, run_rows
 
 _F8 = np.dtype(np.float64)
 _ND = np.ndarray

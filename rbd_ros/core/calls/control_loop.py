@@ -4,10 +4,10 @@ into preallocated outputs in the caller's DOF order (the kernel is
 the URDF joint friction law."""
 import numpy as np
 
-from .algorithms.common import BAD_DOFS
-from .algorithms.compensation import compensation_k
-from .api import check, convert, describe, not_model, out_array, vec
-from .checks import real_number
+from ..algorithms.common import BAD_DOFS
+from ..algorithms.compensation import compensation_k
+from ..model.checks import real_number
+from .arguments import check, convert, describe, not_model, out_array, vec
 
 _F8 = np.dtype(np.float64)
 _ND = np.ndarray

@@ -47,8 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import registry
-from .layout import (
+from ..algorithms.layout import (
     AB_C,
     AB_IA,
     AB_PA,
@@ -85,7 +84,8 @@ from .layout import (
     WO_X,
     region_offsets,
 )
-from .reference.spatial import plux
+from ..algorithms.reference.spatial import plux
+from . import registry
 
 
 @dataclass

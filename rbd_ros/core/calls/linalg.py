@@ -5,8 +5,8 @@ kernels are ``algorithms/ltdl.py``'s, registered in ``registry.OTHER_KERNELS``.
 """
 import numpy as np
 
-from .algorithms.ltdl import ltdl_k, ltdl_solve_k
-from .api import convert, describe, not_model, vec
+from ..algorithms.ltdl import ltdl_k, ltdl_solve_k
+from .arguments import convert, describe, not_model, vec
 
 
 def ltdl(model, H):

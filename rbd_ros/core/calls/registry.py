@@ -35,23 +35,23 @@ import numpy as np
 from numba import typeof
 from numba.core import types as nbt
 
+from ..algorithms import aba as _aba
+from ..algorithms import compensation as _comp
+from ..algorithms import contact as _contact
+from ..algorithms import coriolis as _cor
+from ..algorithms import crba as _crba
+from ..algorithms import forward_dynamics as _fd
+from ..algorithms import frames as _frames
+from ..algorithms import ltdl as _ltdl
+from ..algorithms import observer as _observer
+from ..algorithms import reference as ref
+from ..algorithms import regressor as _reg
+from ..algorithms import rnea as _rnea
+from ..algorithms.reference import coriolis as _ref_coriolis
+from ..algorithms.reference import frames as _ref_frames
+from ..algorithms.reference import regressor as _ref_regressor
 from . import _numba_compat as nbc
-from . import reference as ref
-from .algorithms import aba as _aba
-from .algorithms import compensation as _comp
-from .algorithms import contact as _contact
-from .algorithms import coriolis as _cor
-from .algorithms import crba as _crba
-from .algorithms import forward_dynamics as _fd
-from .algorithms import frames as _frames
-from .algorithms import ltdl as _ltdl
-from .algorithms import observer as _observer
-from .algorithms import regressor as _reg
-from .algorithms import rnea as _rnea
-from .api import FRAME, NO_FEXT, NO_FEXT3, REFERENCE
-from .reference import coriolis as _ref_coriolis
-from .reference import frames as _ref_frames
-from .reference import regressor as _ref_regressor
+from .arguments import FRAME, NO_FEXT, NO_FEXT3, REFERENCE
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .algorithms import contact as _k
-from .api import convert, describe, not_model
-from .checks import real_array, real_number
-from .functions import frame_jacobian_into
+from ..algorithms import contact as _k
+from ..calls.arguments import convert, describe, not_model
+from ..functions import frame_jacobian_into
+from ..model.checks import real_array, real_number
 
 _F8 = np.dtype(np.float64)       # native byte order (x.dtype == _F8 is False for '>f8')
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .api import not_model
+from ..calls.arguments import not_model
 from .regression import base_parameters, condition_number, n_parameters, regressor_rows, single_threaded_blas
 
 DEFAULT_ACCELERATION_LIMIT = 5.0     # rad/s² (m/s²)

@@ -51,8 +51,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import inertial as ine
-from .api import not_model
+from ..calls.arguments import not_model
+from ..model import inertial as ine
 from .regression import (
     NormalEquations,
     base_parameters,

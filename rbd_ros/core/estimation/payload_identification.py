@@ -26,10 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import inertial as ine
-from .api import not_model
-from .control_loop import friction as friction_torque
-from .functions import rnea
+from ..calls.arguments import not_model
+from ..calls.control_loop import friction as friction_torque
+from ..functions import rnea
+from ..model import inertial as ine
 from .identification import (
     DEFAULT_COULOMB_MIN_VELOCITY,
     DEFAULT_VELOCITY_EPS,

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .functions import regressor
-from .inertial import PARAM_NAMES
+from ..functions import regressor
+from ..model.inertial import PARAM_NAMES
 
 CHUNK = 2000            # samples per regressor call (bounds the memory: CHUNK * nv * p floats)
 

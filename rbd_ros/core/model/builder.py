@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .joints import FREE, PRISMATIC, REVOLUTE
-from .layout import (
+from ..algorithms.joints import FREE, PRISMATIC, REVOLUTE
+from ..algorithms.layout import (
     C_AXIS,
     C_ET,
     C_FV,

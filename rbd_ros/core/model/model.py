@@ -14,10 +14,10 @@ from types import MappingProxyType
 
 import numpy as np
 
+from ..algorithms.layout import H_NB, H_NQ, H_NV, workspace_size
 from . import builder, inertial, urdf
 from .checks import bounded, real_array
 from .errors import BOUNDS, ModelError
-from .layout import H_NB, H_NQ, H_NV, workspace_size
 from .robot_terms import add_payloads, armature_vector, check_payload
 
 __all__ = ["Model", "ModelError"]

@@ -24,9 +24,9 @@ import numpy as np
 from urdf_parser_py import urdf as up
 from urdf_parser_py.xml_reflection import core as xml_core
 
+from ..algorithms.joints import planar_basis
+from ..algorithms.spatial import inertia_about_origin, rpy_to_matrix
 from .errors import BOUNDS, ModelError
-from .joints import planar_basis
-from .spatial import inertia_about_origin, rpy_to_matrix
 from .tree import NQ_OF_TYPE, NV_OF_TYPE, KinematicTree, LinkPlacement
 
 log = logging.getLogger("rbd_ros.urdf")
