@@ -1,4 +1,4 @@
-"""The generalized-momentum observer (rbd_ros.core.observer) on simulated trajectories.
+"""The generalized-momentum observer (rbd_ros.core.estimation.observer) on simulated trajectories.
 
 Two simulators, both written here from rbd_ros.core's dynamics:
 

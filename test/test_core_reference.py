@@ -1,4 +1,4 @@
-"""The compiled kernels against the readable reference (rbd_ros.core.reference):
+"""The compiled kernels against the readable reference (rbd_ros.core.algorithms.reference):
 a second oracle that needs no Pinocchio, on random trees with every joint type,
 fixed and floating base, mimic joints on and off, external forces in both frames."""
 import numpy as np

@@ -1,8 +1,8 @@
 """Unit tests of the compiled building blocks against their 6x6 forms
-(rbd_ros.core.reference.spatial / jcalc): spatial primitives, joint
+(rbd_ros.core.algorithms.reference.spatial / jcalc): spatial primitives, joint
 transforms (and the hand-copied joint dispatch inside the hot kernels), the
 LᵀDL elimination tree, Model.with_gravity, the workspace layout, and the
-workspace views of rbd_ros.core.inspect."""
+workspace views of rbd_ros.core.calls.inspect."""
 import numpy as np
 import pytest
 from core_util import random_state, random_tree_urdf, rel_err

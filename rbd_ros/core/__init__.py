@@ -21,24 +21,60 @@ ROS-free; depends on numpy, numba and urdf-parser-py only.
     load = rbd.identify_payload(model, "tool", q, v, a, tau)  # an unknown payload on a link (scipy)
     traj = rbd.excitation_trajectory(model, 20.0)      # what to record for identify (scipy)
 
-The algorithms are declared in ``registry.py``; their public functions are made
-from it (``api.py``).  Conventions: see doc/core.md (joint order, free-flyer
-layout, wrench frames, SI units).
+The algorithms are declared in ``calls/registry.py``; their public functions are
+written out from it into ``calls/public.py`` (``python -m rbd_ros.core.calls.generate``).
+The package is grouped by job: ``model/`` (the Model and how it is built),
+``algorithms/`` (the compiled kernels and their numpy twins, ``algorithms/reference``),
+``calls/`` (the public functions, argument checks, batches, the registry) and
+``estimation/`` (observer, contact, identification).  Conventions: see doc/core.md
+(joint order, free-flyer layout, wrench frames, SI units).
 """
-from .calls.arguments import FEXT_FRAMES
+from .calls.checked import FEXT_FRAMES
 from .calls.control_loop import compensation_into, dof_indices, friction
 from .calls.linalg import ltdl, ltdl_solve, ltdl_unpack
+from .calls.public import (
+    aba,
+    aba_into,
+    bias,
+    bias_into,
+    coriolis_matrix,
+    coriolis_matrix_into,
+    coriolis_transpose_v,
+    coriolis_transpose_v_into,
+    crba,
+    crba_into,
+    forward_dynamics,
+    forward_dynamics_into,
+    frame_acceleration,
+    frame_acceleration_into,
+    frame_jacobian,
+    frame_jacobian_into,
+    frame_velocity,
+    frame_velocity_into,
+    gravity,
+    gravity_into,
+    regressor,
+    regressor_into,
+    rnea,
+    rnea_into,
+)
 from .estimation.contact import CollisionDetector, external_wrench, external_wrench_into
 from .estimation.excitation import excitation_trajectory
 from .estimation.identification import identify
 from .estimation.observer import MomentumObserver
 from .estimation.payload_identification import identify_payload
-from .functions import PUBLIC as _PUBLIC
 from .model.model import Model, ModelError
 
-globals().update(_PUBLIC)
-
-__all__ = ["Model", "ModelError", "ltdl", "ltdl_solve", "ltdl_unpack", "compensation_into", "dof_indices",
-           "FEXT_FRAMES", "friction", "MomentumObserver", "external_wrench", "external_wrench_into",
-           "CollisionDetector",
-           "identify", "identify_payload", "excitation_trajectory", *_PUBLIC]
+__all__ = [
+    "Model", "ModelError", "FEXT_FRAMES",
+    # the registered algorithms (calls/public.py)
+    "rnea", "rnea_into", "gravity", "gravity_into", "bias", "bias_into", "crba", "crba_into",
+    "forward_dynamics", "forward_dynamics_into", "aba", "aba_into", "coriolis_matrix", "coriolis_matrix_into",
+    "coriolis_transpose_v", "coriolis_transpose_v_into", "regressor", "regressor_into",
+    "frame_jacobian", "frame_jacobian_into", "frame_velocity", "frame_velocity_into",
+    "frame_acceleration", "frame_acceleration_into",
+    # hand-written
+    "ltdl", "ltdl_solve", "ltdl_unpack", "compensation_into", "dof_indices", "friction",
+    "MomentumObserver", "external_wrench", "external_wrench_into", "CollisionDetector",
+    "identify", "identify_payload", "excitation_trajectory",
+]
