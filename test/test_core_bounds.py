@@ -5,7 +5,6 @@ element; at every bound at once, finite results (issues 8 and 17)."""
 import re
 
 import numpy as np
-import oracle as orc
 import pytest
 from core_util import random_state
 from core_util import urdf_inertial as inertial
@@ -17,6 +16,14 @@ import rbd_ros.core as rbd
 from rbd_ros.core.model.errors import BOUNDS
 
 SIMPLE = (link("base"), link("a"))
+
+
+@pytest.fixture(scope="module")
+def orc():
+    """The Pinocchio oracle's helpers (panda from example-robot-data): the tests that use
+    it are skipped where the oracles are not installed (the numba lower-bound venv,
+    scripts/test_numba_bounds.sh, which runs this file's other tests)."""
+    return pytest.importorskip("oracle")
 
 
 @pytest.mark.parametrize("text, words", [
@@ -82,13 +89,13 @@ def test_models_at_the_bounds_give_finite_results():
     ("com", (1.0, [BOUNDS["length"] * 1.01, 0, 0], np.zeros((3, 3)))),
     ("inertia", (1.0, [0, 0, 0], np.eye(3) * 1e300)),
 ])
-def test_payload_beyond_the_urdf_bounds_is_refused(field, args):
+def test_payload_beyond_the_urdf_bounds_is_refused(field, args, orc):
     m = rbd.Model.from_urdf(orc.robot_text("panda"))
     with pytest.raises(ValueError, match=rf"^{field}: "):
         m.with_payload("panda_hand", *args)
 
 
-def test_payload_and_armature_at_the_bounds_keep_every_result_finite():
+def test_payload_and_armature_at_the_bounds_keep_every_result_finite(orc):
     """The largest payload and armature the bounds admit: every algorithm's result is
     finite (or a ValueError naming the cause), never inf/NaN in the model."""
     m = rbd.Model.from_urdf(orc.robot_text("panda"), mimic=False)
@@ -104,7 +111,7 @@ def test_payload_and_armature_at_the_bounds_keep_every_result_finite():
             assert "ill-conditioned" in str(e) or "not finite" in str(e)
 
 
-def test_armature_beyond_its_bound_is_refused():
+def test_armature_beyond_its_bound_is_refused(orc):
     m = rbd.Model.from_urdf(orc.robot_text("panda"), mimic=False)
     with pytest.raises(ValueError, match=r"armature\[0\] \(panda_joint1\): expected a finite number >= 0 and <="):
         m.with_armature(np.r_[1.7e308, np.zeros(m.nv - 1)])
@@ -112,7 +119,7 @@ def test_armature_beyond_its_bound_is_refused():
         m.with_armature({"panda_joint2": 2 * BOUNDS["armature"]})
 
 
-def test_urdf_damping_beyond_its_bound_is_refused_and_friction_never_returns_inf():
+def test_urdf_damping_beyond_its_bound_is_refused_and_friction_never_returns_inf(orc):
     text = orc.robot_text("panda")
     huge = re.sub(r'(<joint name="panda_joint1".*?<dynamics[^>]*?)damping="[^"]*"', r'\1damping="1e308"', text,
                   count=1, flags=re.S)

@@ -3,7 +3,6 @@ wrong number -- malformed URDFs, unknown names, wrong shapes, NaN, arguments so 
 result overflows, bad DOF lists and factors, complex numbers, strings and booleans where
 numbers belong, a non-Model ``model`` (issues 8 and 17 reproduced each first)."""
 import numpy as np
-import oracle as orc
 import pytest
 from core_util import urdf_inertial as inertial
 from core_util import urdf_joint as joint
@@ -14,6 +13,14 @@ import rbd_ros.core as rbd
 from rbd_ros.core.calls.registry import BY_NAME
 
 INERTIAL = '<inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial>'
+
+
+@pytest.fixture(scope="module")
+def orc():
+    """The Pinocchio oracle's helpers (panda from example-robot-data): the tests that use
+    it are skipped where the oracles are not installed (the numba lower-bound venv,
+    scripts/test_numba_bounds.sh, which runs this file's other tests)."""
+    return pytest.importorskip("oracle")
 
 
 GOOD = robot([link("base"), link("a"), link("b")], [joint("ja", "base", "a"), joint("jb", "a", "b")])
@@ -347,14 +354,14 @@ def test_bad_f_ext_frame_is_refused_without_f_ext(slider, call):
     (lambda m: rbd.friction(m, np.zeros(m.nv) + 0j), "v"),
     (lambda m: m.with_gravity(np.array([0, 0, -9.81 + 1j])), "gravity"),
 ])
-def test_complex_strings_and_booleans_are_not_numbers(call, field):
+def test_complex_strings_and_booleans_are_not_numbers(call, field, orc):
     m = rbd.Model.from_urdf(orc.robot_text("panda"))
     with pytest.raises(ValueError, match=rf"^{field}"):
         call(m)
 
 
 # ----------------------------------------------------------------------------- a non-Model model
-def test_every_core_function_raises_type_error_for_a_non_model():
+def test_every_core_function_raises_type_error_for_a_non_model(orc):
     m = rbd.Model.from_urdf(orc.robot_text("panda"))
     q, z = np.zeros(m.nq), np.zeros(m.nv)
     args = {"friction": (z,), "compensation_into": (q, z, np.arange(m.nv), np.empty(m.nv)),
