@@ -1,14 +1,16 @@
 """The commit-message rule of CONTRIBUTING.md (scripts/check_commits.py; .ci/run checks
 every commit after check_commits.BASE): a subject of at most 72 characters, a blank
 line, a body that says why; a merge commit needs the short subject only."""
+import importlib.util
 import os
 import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
-
-import check_commits as cc  # noqa: E402
+SCRIPT = os.path.join(ROOT, "scripts", "check_commits.py")
+_spec = importlib.util.spec_from_file_location("check_commits", SCRIPT)    # a script, not a package
+cc = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cc)
 
 GOOD = "core: one job per module\n\nThe flat folder held four jobs; a reader could not find one.\n"
 
@@ -34,7 +36,7 @@ def test_a_merge_commit_needs_the_short_subject_only():
 def test_the_hook_reads_a_message_file_without_git_comments(tmp_path):
     msg = tmp_path / "COMMIT_EDITMSG"
     msg.write_text(GOOD + "# Please enter the commit message for your changes.\n")
-    hook = [sys.executable, os.path.join(ROOT, "scripts", "check_commits.py"), "--file", str(msg)]
+    hook = [sys.executable, SCRIPT, "--file", str(msg)]
     assert subprocess.run(hook, capture_output=True, timeout=60).returncode == 0
     msg.write_text("core: " + "a very long subject " * 5 + "\n")
     p = subprocess.run(hook, capture_output=True, text=True, timeout=60)
