@@ -51,7 +51,8 @@ setup(
     name=package_name,
     version="0.1.0",
     packages=find_packages(exclude=["test", "test.*", "bench"]),
-    package_data={"rbd_ros.robots": ["*.urdf"]},
+    # py.typed: the package is typed (PEP 561); public.py is generated but committed, an ordinary module
+    package_data={"rbd_ros": ["py.typed"], "rbd_ros.robots": ["*.urdf"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"]),
@@ -68,8 +69,9 @@ setup(
         # toppra: the reference TOPP-RA rbd.retime is checked against (a test oracle only:
         # rbd.retime runs its own compiled reachability pass)
         "test": ["pytest>=7", "pin==4.1.0", "example-robot-data==6.0.0", "mujoco==4.0.0", "hypothesis>=6.100",
-                 "matplotlib==3.11.2", "ruff==0.17.6", "import-linter==2.17", "toppra==0.6.10"] + IDENT,
-        # inertial identification (rbd_ros.core.identification, the rbd_identify tool)
+                 "matplotlib==3.11.2", "ruff==0.17.6", "import-linter==2.17", "mypy==2.4.1",
+                 "toppra==0.6.10"] + IDENT,
+        # inertial identification (rbd_ros.core.estimation.identification, the rbd_identify tool)
         "ident": IDENT + ["matplotlib>=3.7"],
         "sim": ["mujoco==4.0.0"],
         # scripts/demo.sh: the closed loop on the simulated arm and its picture

@@ -48,6 +48,7 @@ DISTRIBUTIONS = {
     "tqdm": ("tqdm", "python3-tqdm"),
     "threadpoolctl": ("threadpoolctl", None),
     "toppra": ("toppra", None),          # its rosdep key python3-toppra-pip is pip-only
+    "mypy": ("mypy", None),              # the static type check (.ci/run); no rosdep key
 }
 # the extras a ROS install could have through rosdep (not "ros", "ros-build": the ROS wheels
 # stand in for the ROS install itself)

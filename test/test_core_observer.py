@@ -1,4 +1,4 @@
-"""The generalized-momentum observer (rbd_ros.core.observer) on simulated trajectories.
+"""The generalized-momentum observer (rbd_ros.core.estimation.observer) on simulated trajectories.
 
 Two simulators, both written here from rbd_ros.core's dynamics:
 
@@ -31,8 +31,8 @@ from observer_sim import Tracker, simulate_trapezoid  # noqa: E402
 from observer_sim import sample_times as _times  # noqa: E402
 
 import rbd_ros.core as rbd  # noqa: E402
-from rbd_ros.core import observer as obs_mod  # noqa: E402
-from rbd_ros.core.observer import GAP, JUMP, NOT_FINITE, OK, STARTED, TIME, MomentumObserver  # noqa: E402
+from rbd_ros.core.estimation import observer as obs_mod  # noqa: E402
+from rbd_ros.core.estimation.observer import GAP, JUMP, NOT_FINITE, OK, STARTED, TIME, MomentumObserver  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARM_URDF = os.path.join(ROOT, "rbd_ros", "robots", "rbd_arm7.urdf")

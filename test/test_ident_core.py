@@ -10,12 +10,12 @@ from core_util import random_tree_urdf, rel_err
 from urdf_parser_py import urdf as up
 
 import rbd_ros.core as rbd
-from rbd_ros.core import inertial as ine
-from rbd_ros.core import regression as reg
-from rbd_ros.core.excitation import excitation_trajectory
-from rbd_ros.core.identification import ExcitationError, identify
-from rbd_ros.core.payload_identification import identify_payload
-from rbd_ros.core.urdf_write import identified_urdf
+from rbd_ros.core.estimation import regression as reg
+from rbd_ros.core.estimation.excitation import excitation_trajectory
+from rbd_ros.core.estimation.identification import ExcitationError, identify
+from rbd_ros.core.estimation.payload_identification import identify_payload
+from rbd_ros.core.model import inertial as ine
+from rbd_ros.core.model.urdf_write import identified_urdf
 from rbd_ros.robots import bundled_robot_path
 
 ARM_URDF = bundled_robot_path("rbd_arm7")  # the nominal arm (ident_sim's, without MuJoCo)

@@ -10,9 +10,9 @@ import pytest
 
 from rbd_ros.core import friction as friction_torque
 from rbd_ros.core import gravity, rnea
-from rbd_ros.core import inertial as ine
-from rbd_ros.core.excitation import excitation_trajectory
-from rbd_ros.core.model import Model
+from rbd_ros.core.estimation.excitation import excitation_trajectory
+from rbd_ros.core.model import inertial as ine
+from rbd_ros.core.model.model import Model
 from rbd_ros.robots import bundled_robot_path
 from rbd_ros.tools import identify as cli
 from rbd_ros.tools.recording import RecordingError, prepare, read_joint_states, write_joint_states_bag

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from rbd_ros.core import _numba_compat as nbc
+from rbd_ros.core.calls import _numba_compat as nbc
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WHO = f"numba {numba.__version__} changed an internal rbd_ros.core relies on (rbd_ros/core/_numba_compat.py)"
@@ -76,7 +76,7 @@ if first == "unaligned":
         return x.size
     for shape in ((3,), (2, 3), (2, 2, 3)):
         f(np.frombuffer(bytearray(b"\0" + np.zeros(shape).tobytes()), np.float64, offset=1).reshape(shape))
-from rbd_ros.core import _numba_compat as nbc
+from rbd_ros.core.calls import _numba_compat as nbc
 safe = nbc.claim_array_typecodes()
 ran = []
 for shape in ((3,), (2, 3), (2, 2, 3)):

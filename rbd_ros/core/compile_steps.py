@@ -11,18 +11,20 @@ every robot.  Run by ``rbd_precompile`` (``rbd_ros/precompile.py``).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from importlib.metadata import entry_points
 
 import numpy as np
 
-from . import functions
-from .contact import CollisionDetector, external_wrench_into
-from .control_loop import compensation_into, dof_indices
-from .linalg import ltdl, ltdl_solve
-from .model import Model
-from .observer import MomentumObserver
-from .planning import payload_capacity, retime
-from .registry import ALGORITHMS
+from .calls import public
+from .calls.control_loop import compensation_into, dof_indices
+from .calls.linalg import ltdl, ltdl_solve
+from .calls.registry import ALGORITHMS
+from .estimation.contact import CollisionDetector, external_wrench_into
+from .estimation.observer import MomentumObserver
+from .model.model import Model
+from .planning.capacity import payload_capacity
+from .planning.retiming import retime
 
 # a 3-body tree with one of each joint kind the kernels dispatch on (revolute,
 # prismatic, continuous) and a mimic joint; the compiled code is the same for any model
@@ -51,10 +53,10 @@ def warm(e, model) -> None:
     args = [one.get(name, np.zeros(model.nv)) for name in e.inputs]
     batch = [np.tile(x, (2, 1)) for x in args]
     opts = {o.name: o.example(model) for o in e.options}
-    fn = getattr(functions, e.name)
+    fn = getattr(public, e.name)
     fn(model, *args, **opts)
     fn(model, *batch, **opts)
-    getattr(functions, e.name + "_into")(model, *args, *opts.values(), np.empty(e.out_shape(model)))
+    getattr(public, e.name + "_into")(model, *args, *opts.values(), np.empty(e.out_shape(model)))
     if e.fext:
         fe = np.zeros((len(model.link_names), 6))
         for frame in ("local", "world"):
@@ -100,8 +102,10 @@ def steps():
     dofs = dof_indices(model)
     n = len(dofs)
     H = 2.0 * np.eye(model.nv)  # any SPD matrix
-    steps = [("compensation_into", lambda: compensation_into(model, q, z, dofs, np.empty(n), np.empty(n),
-                                                                 np.empty(n * n)), 0)]
+    def compensation() -> None:
+        compensation_into(model, q, z, dofs, np.empty(n), np.empty(n), np.empty(n * n))
+
+    steps: list[tuple[str, Callable[[], object], int]] = [("compensation_into", compensation, 0)]
     steps += [(e.name, functools.partial(warm, e, model), e.group) for e in ALGORITHMS]
     steps += [("ltdl, ltdl_solve", lambda: ltdl_solve(model, ltdl(model, H), z), 0)]
     steps += [(CONTACT_STEP, functools.partial(warm_contact, model, model.link_names[-1]), 1)]

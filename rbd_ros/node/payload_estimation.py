@@ -10,11 +10,11 @@ background thread (never the control thread) with the Robot in use.  Steps:
 2. their header stamps as the time base when they are positive and strictly
    increasing (the robot's clock: right under simulated time too), else the
    receive times;
-3. ``rbd_ros.core.signals.prepare``: zero-phase low-pass at ``payload_cutoff``,
+3. ``rbd_ros.core.estimation.signals.prepare``: zero-phase low-pass at ``payload_cutoff``,
    qdd by central differences, decimation (as ``rbd_identify`` does); gaps up to
    ``GAP_CUTOFFS / payload_cutoff`` s (messages lost in a burst) are bridged by linear
    interpolation (the filter keeps nothing that fast), longer ones split the data;
-4. ``rbd_ros.core.payload_identification.identify_payload`` on the model in use
+4. ``rbd_ros.core.estimation.payload_identification.identify_payload`` on the model in use
    *without* the payload it may already carry on ``link`` (the estimate is the whole
    load on the link, and applying it replaces that payload), with the model's
    friction and armature, refused above condition number ``MAX_CONDITION``;
@@ -35,10 +35,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rbd_ros.core import registry
-from rbd_ros.core.identification import ExcitationError
-from rbd_ros.core.payload_identification import identify_payload
-from rbd_ros.core.signals import RecordingError, prepare
+from rbd_ros.core.calls import registry
+from rbd_ros.core.estimation.identification import ExcitationError
+from rbd_ros.core.estimation.payload_identification import identify_payload
+from rbd_ros.core.estimation.signals import RecordingError, prepare
 from rbd_ros.node import payload as pl
 from rbd_ros.node import warmup
 from rbd_ros.node.services import NO_MODEL, friction_eps

@@ -31,7 +31,8 @@ import time
 import numpy as np
 
 import rbd_ros.core as rbd
-from rbd_ros.core import compile_steps, registry
+from rbd_ros.core import compile_steps
+from rbd_ros.core.calls import registry
 from rbd_ros.node import effort_law, recent
 from rbd_ros.node.robot import Robot, merge_k, warm_merge
 

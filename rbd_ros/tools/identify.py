@@ -20,9 +20,9 @@ import sys
 
 import numpy as np
 
+from rbd_ros.core import Model, ModelError, rnea
 from rbd_ros.core import friction as friction_torque
-from rbd_ros.core import rnea
-from rbd_ros.core.identification import (
+from rbd_ros.core.estimation.identification import (
     DEFAULT_COULOMB_MIN_VELOCITY,
     DEFAULT_MIN_MOVING_FRACTION,
     DEFAULT_PRIOR_WEIGHT,
@@ -30,9 +30,8 @@ from rbd_ros.core.identification import (
     ExcitationError,
     identify,
 )
-from rbd_ros.core.model import Model, ModelError
-from rbd_ros.core.payload_identification import identify_payload
-from rbd_ros.core.urdf_write import identified_urdf
+from rbd_ros.core.estimation.payload_identification import identify_payload
+from rbd_ros.core.model.urdf_write import identified_urdf
 from rbd_ros.tools.recording import DEFAULT_CUTOFF_HZ, RecordingError, prepare, read_joint_states
 
 DEFAULT_MAX_COND = 1000.0

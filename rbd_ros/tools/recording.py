@@ -4,14 +4,14 @@
   ``rosbags`` package: ``AnyReader`` + the ROS 2 Jazzy typestore; imported when
   first needed, RecordingError saying how to install it if it is not) of
   sensor_msgs/JointState -> times, positions, velocities, efforts.
-* ``prepare`` (``rbd_ros.core.signals``, re-exported here): the zero-phase
+* ``prepare`` (``rbd_ros.core.estimation.signals``, re-exported here): the zero-phase
   low-pass of q, qd and tau, qdd by central differences, decimation; the
   cut-off is ``cutoff_hz`` (default ``DEFAULT_CUTOFF_HZ``, 10 Hz).
 * ``write_joint_states_bag``: the inverse of ``read_joint_states`` (tests,
   examples).
 
 Near zero velocity Coulomb friction is stiction, not the tanh law the model
-uses: ``rbd_ros.core.identification`` leaves those rows out
+uses: ``rbd_ros.core.estimation.identification`` leaves those rows out
 (``coulomb_min_velocity``).
 """
 import importlib
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rbd_ros.core.signals import DEFAULT_CUTOFF_HZ, RecordingError, Samples, prepare  # noqa: F401  (re-exported)
+from rbd_ros.core.estimation.signals import DEFAULT_CUTOFF_HZ, RecordingError, Samples, prepare  # noqa: F401  (re-exported)
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
 

@@ -73,8 +73,23 @@ above ~1e-3 (panda, ur5, talos, solo12, anymal: no fallback).
 import numpy as np
 from numba import njit
 
-from ..joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
-from ..layout import (
+from .common import (
+    BAD_A,
+    BAD_FEXT,
+    BAD_Q,
+    BAD_QUAT,
+    BAD_RESULT,
+    BAD_SHAPE,
+    BAD_V,
+    OK,
+    SINGULAR,
+    S_column,
+    all_finite,
+    fext_fits,
+    joint_motion,
+)
+from .joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
+from .layout import (
     AB_C,
     AB_D,
     AB_IA,
@@ -120,7 +135,8 @@ from ..layout import (
     workspace_size,
     world_slot,
 )
-from ..spatial import (
+from .rnea import world_placement
+from .spatial import (
     JIT,
     chol6_solve,
     cross_force_add,
@@ -132,22 +148,6 @@ from ..spatial import (
     x_motion_inv,
     xT_force_add,
 )
-from .common import (
-    BAD_A,
-    BAD_FEXT,
-    BAD_Q,
-    BAD_QUAT,
-    BAD_RESULT,
-    BAD_SHAPE,
-    BAD_V,
-    OK,
-    SINGULAR,
-    S_column,
-    all_finite,
-    fext_fits,
-    joint_motion,
-)
-from .rnea import world_placement
 
 PIVOT_TOL = 1e-6        # relative pivot below which the CRBA path is used (module docstring)
 

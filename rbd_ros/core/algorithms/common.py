@@ -5,9 +5,9 @@ Bodies are addressed by the offset ``o`` of their row in the model vector
 import numpy as np
 from numba import njit
 
-from ..joints import FREE, REVOLUTE, free_transform, prismatic_transform, revolute_transform
-from ..layout import C_AXIS, C_ET, C_JTYPE, C_MULT, C_OFFSET, C_QI, C_VI
-from ..spatial import INLINE, JIT
+from .joints import FREE, REVOLUTE, free_transform, prismatic_transform, revolute_transform
+from .layout import C_AXIS, C_ET, C_JTYPE, C_MULT, C_OFFSET, C_QI, C_VI
+from .spatial import INLINE, JIT
 
 # status codes returned by the kernels (the Python layer turns them into ValueErrors)
 OK = 0

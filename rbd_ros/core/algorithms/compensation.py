@@ -14,11 +14,11 @@ the workspace's vector and matrix regions (which RNEA and CRBA do not use).
 import numpy as np
 from numba import njit
 
-from ..layout import H_NB, H_NMIM, H_NV, H_NVF, R_MAT, R_VEC, region_offsets
-from ..spatial import INLINE, JIT
 from .common import BAD_DOFS, BAD_RESULT, BAD_SHAPE, OK, all_finite
 from .crba import crba_into
+from .layout import H_NB, H_NMIM, H_NV, H_NVF, R_MAT, R_VEC, region_offsets
 from .rnea import rnea_into
+from .spatial import INLINE, JIT
 
 
 @njit(**INLINE)

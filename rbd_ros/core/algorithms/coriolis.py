@@ -18,7 +18,21 @@ Mimic joints fold in as C = G^T C_full G.
 import numpy as np
 from numba import njit
 
-from ..layout import (
+from .common import (
+    BAD_Q,
+    BAD_QUAT,
+    BAD_SHAPE,
+    BAD_V,
+    OK,
+    S_column,
+    all_finite,
+    dof,
+    finite_result,
+    joint_motion,
+    joint_transform,
+    ncols,
+)
+from .layout import (
     C_MASS,
     C_MULT,
     C_PARENT,
@@ -46,22 +60,8 @@ from ..layout import (
     rnea_slot,
     world_slot,
 )
-from ..spatial import JIT, cross_motion, inertia_to_mat6, mat6_xT_X_add, x_motion_inv
-from .common import (
-    BAD_Q,
-    BAD_QUAT,
-    BAD_SHAPE,
-    BAD_V,
-    OK,
-    S_column,
-    all_finite,
-    dof,
-    finite_result,
-    joint_motion,
-    joint_transform,
-    ncols,
-)
 from .rnea import world_placement
+from .spatial import JIT, cross_motion, inertia_to_mat6, mat6_xT_X_add, x_motion_inv
 
 
 @njit(**JIT)

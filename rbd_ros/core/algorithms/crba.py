@@ -31,8 +31,9 @@ DOFs in body order: that loop reads no model data per pair.  The armature
 import numpy as np
 from numba import njit
 
-from ..joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
-from ..layout import (
+from .common import BAD_Q, BAD_QUAT, BAD_SHAPE, OK, S_column, all_finite, finite_result
+from .joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
+from .layout import (
     C_AXIS,
     C_ET,
     C_JTYPE,
@@ -70,9 +71,8 @@ from ..layout import (
     workspace_size,
     world_slot,
 )
-from ..spatial import JIT, inertia_mul, inertia_xT_set, x_motion_inv
-from .common import BAD_Q, BAD_QUAT, BAD_SHAPE, OK, S_column, all_finite, finite_result
 from .rnea import world_placement
+from .spatial import JIT, inertia_mul, inertia_xT_set, x_motion_inv
 
 
 @njit(**JIT)

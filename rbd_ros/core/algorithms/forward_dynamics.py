@@ -11,12 +11,12 @@ extreme arguments).
 import numpy as np
 from numba import njit
 
-from ..layout import H_NB, H_NMIM, H_NV, H_NVF, R_MAT, region_offsets, workspace_size
-from ..spatial import JIT
 from .common import BAD_A, BAD_RESULT, BAD_SHAPE, OK, SINGULAR, all_finite
 from .crba import crba_into
+from .layout import H_NB, H_NMIM, H_NV, H_NVF, R_MAT, region_offsets, workspace_size
 from .ltdl import ltdl_factor, ltdl_solve_inplace
 from .rnea import rnea_into
+from .spatial import JIT
 
 
 @njit(**JIT)

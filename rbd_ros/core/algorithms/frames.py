@@ -27,8 +27,9 @@ With qdd = 0 it is J̇ qd.  Bodies that are not ancestors of b are skipped
 import numpy as np
 from numba import njit
 
-from ..joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
-from ..layout import (
+from .common import BAD_A, BAD_Q, BAD_QUAT, BAD_SHAPE, BAD_V, OK, all_finite, finite_result, joint_motion
+from .joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
+from .layout import (
     C_AXIS,
     C_ET,
     C_JTYPE,
@@ -56,9 +57,8 @@ from ..layout import (
     rnea_slot,
     world_slot,
 )
-from ..spatial import JIT, cross_motion, x_motion_inv
-from .common import BAD_A, BAD_Q, BAD_QUAT, BAD_SHAPE, BAD_V, OK, all_finite, finite_result, joint_motion
 from .rnea import world_placement
+from .spatial import JIT, cross_motion, x_motion_inv
 
 WORLD, LOCAL, LOCAL_WORLD_ALIGNED = 0, 1, 2     # api.REFERENCES order
 

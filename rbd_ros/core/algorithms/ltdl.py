@@ -32,8 +32,8 @@ factorisation (only the lower triangle is part of the factor).
 import numpy as np
 from numba import njit
 
-from ..layout import ancestors
-from ..spatial import JIT
+from .layout import ancestors
+from .spatial import JIT
 
 PIVOT_TOL = 1e-10         # relative pivot below which H counts as singular (module docstring)
 

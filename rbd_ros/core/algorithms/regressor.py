@@ -19,7 +19,22 @@ multiplier and sits at its master's DOF (tau = Gᵀ tau_full), as everywhere.
 import numpy as np
 from numba import njit
 
-from ..layout import (
+from .common import (
+    BAD_A,
+    BAD_Q,
+    BAD_QUAT,
+    BAD_SHAPE,
+    BAD_V,
+    OK,
+    S_column,
+    all_finite,
+    dof,
+    finite_result,
+    joint_motion,
+    joint_transform,
+    ncols,
+)
+from .layout import (
     C_MULT,
     C_PARENT,
     CO_S,
@@ -45,23 +60,8 @@ from ..layout import (
     workspace_size,
     world_slot,
 )
-from ..spatial import JIT, cross_motion, x_motion, x_motion_inv
-from .common import (
-    BAD_A,
-    BAD_Q,
-    BAD_QUAT,
-    BAD_SHAPE,
-    BAD_V,
-    OK,
-    S_column,
-    all_finite,
-    dof,
-    finite_result,
-    joint_motion,
-    joint_transform,
-    ncols,
-)
 from .rnea import world_placement
+from .spatial import JIT, cross_motion, x_motion, x_motion_inv
 
 N_PARAMS = 10
 # the unit symmetric matrices of [Ixx, Ixy, Iyy, Ixz, Iyz, Izz]: (row, col) of each

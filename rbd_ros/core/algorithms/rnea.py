@@ -18,8 +18,9 @@ the master's (``tau_master += multiplier * S_i^T f_i``), i.e. tau = G^T tau_full
 import numpy as np
 from numba import njit
 
-from ..joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
-from ..layout import (
+from .common import BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_RESULT, BAD_SHAPE, BAD_V, OK, all_finite, fext_fits
+from .joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
+from .layout import (
     C_AXIS,
     C_ET,
     C_H,
@@ -52,8 +53,7 @@ from ..layout import (
     workspace_size,
     world_slot,
 )
-from ..spatial import INLINE, JIT, cross_force_add, inertia_mul, x_force, x_motion, xT_force_add
-from .common import BAD_A, BAD_FEXT, BAD_Q, BAD_QUAT, BAD_RESULT, BAD_SHAPE, BAD_V, OK, all_finite, fext_fits
+from .spatial import INLINE, JIT, cross_force_add, inertia_mul, x_force, x_motion, xT_force_add
 
 
 @njit(**INLINE)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checks import real_number
+from ..model.checks import real_number
 from .args import check, describe, not_model, out_array, vec
 from .dynamics import cfd_into, cid_into, kinematics_k
 from .packing import constraint_set

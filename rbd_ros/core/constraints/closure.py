@@ -17,8 +17,8 @@ import numpy as np
 from numba import njit
 
 from ..algorithms.common import BAD_Q, BAD_RESULT, BAD_SHAPE, BAD_V, OK, all_finite
-from ..checks import real_number
-from ..spatial import JIT
+from ..algorithms.spatial import JIT
+from ..model.checks import real_number
 from .args import check, describe, not_model, vec
 from .dynamics import RANK_TOL, _sizes_ok
 from .kinematics import kinematics
@@ -179,7 +179,9 @@ def _free(model, fixed):
     if unknown:
         raise ValueError(f"fixed: {unknown} are not DOF joints of the model (its joints: "
                          f"{list(model.joint_names)})")
-    free, qmap, ffs = [], np.full(model.nv, -1, dtype=np.int64), []
+    free: list = []
+    ffs: list = []
+    qmap = np.full(model.nv, -1, dtype=np.int64)
     for name, t, iq, iv, n in zip(model.joint_names, model.joint_types, model.idx_q, model.idx_v, model.joint_nv):
         if t != "floating":
             qmap[iv:iv + n] = np.arange(iq, iq + n)

@@ -29,10 +29,10 @@ from numba import njit
 
 from ..algorithms.common import BAD_A, BAD_Q, BAD_RESULT, BAD_SHAPE, BAD_V, OK, SINGULAR, all_finite
 from ..algorithms.crba import crba_into
+from ..algorithms.layout import H_NB, H_NMIM, H_NQ, H_NV, H_NVF, R_END, R_MAT, region_offsets
 from ..algorithms.ltdl import ltdl_factor, ltdl_solve_inplace
 from ..algorithms.rnea import rnea_into
-from ..layout import H_NB, H_NMIM, H_NQ, H_NV, H_NVF, R_END, R_MAT, region_offsets
-from ..spatial import JIT
+from ..algorithms.spatial import JIT
 from .kinematics import kinematics
 from .layout import (
     CI_M,

@@ -25,9 +25,8 @@ import numpy as np
 from numba import njit
 
 from ..algorithms.common import BAD_QUAT, OK, joint_motion
-from ..algorithms.rnea import world_placement
-from ..joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
-from ..layout import (
+from ..algorithms.joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
+from ..algorithms.layout import (
     C_AXIS,
     C_ET,
     C_JTYPE,
@@ -52,7 +51,8 @@ from ..layout import (
     rnea_slot,
     world_slot,
 )
-from ..spatial import INLINE, JIT, cross_motion, x_motion_inv
+from ..algorithms.rnea import world_placement
+from ..algorithms.spatial import INLINE, JIT, cross_motion, x_motion_inv
 from .layout import (
     CF_N,
     CF_RA,

@@ -17,7 +17,7 @@ whose offsets :func:`offsets` gives (index with the ``O_*`` constants).
 """
 from numba import njit
 
-from ..spatial import INLINE
+from ..algorithms.spatial import INLINE
 
 # ci header
 CI_NC, CI_M, CI_NV, CI_NBK = 0, 1, 2, 3

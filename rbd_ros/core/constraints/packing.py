@@ -14,11 +14,11 @@ import weakref
 
 import numpy as np
 
-from ..checks import real_array
-from .constraint import Constraint, as_tuple, check_links
+from ..model.checks import real_array
+from ..model.constraint import Constraint, as_tuple, check_links
 from .layout import CF_N, CF_PA, CF_PB, CF_RA, CF_RB, CI_HEAD, CI_N, MASKED, O_END, POINT, offsets
 
-_CACHE = weakref.WeakKeyDictionary()       # model -> {constraints tuple: ConstraintSet}
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()       # model -> {constraints tuple: ConstraintSet}
 _CACHE_LOCK = threading.Lock()
 _MAX_SETS = 64                              # per model; the oldest goes first
 

@@ -24,12 +24,12 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from ..reference.crba import crba
-from ..reference.jcalc import jcalc
-from ..reference.rnea import bias, rnea, world_transforms
-from ..reference.spatial import crm, plux, skew
-from ..reference.tree import bodies
-from .constraint import as_tuple
+from ..algorithms.reference.crba import crba
+from ..algorithms.reference.jcalc import jcalc
+from ..algorithms.reference.rnea import bias, rnea, world_transforms
+from ..algorithms.reference.spatial import crm, plux, skew
+from ..algorithms.reference.tree import bodies
+from ..model.constraint import as_tuple
 
 
 def _all(model, constraints):
@@ -53,7 +53,9 @@ def _tree_motion(model, q, v):
     XS = [jcalc(b, q) for b in tree]
     Xup = [XJ @ b.Xtree for (XJ, _), b in zip(XS, tree)]
     X0 = world_transforms(tree, Xup)
-    vel, acc, jac = [], [], []
+    vel: list = []
+    acc: list = []
+    jac: list = []
     for i, b in enumerate(tree):
         S = XS[i][1]
         vJ = S @ v[b.dofs]

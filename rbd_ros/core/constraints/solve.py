@@ -17,8 +17,8 @@
 import numpy as np
 from numba import njit
 
-from ..layout import ancestors
-from ..spatial import JIT
+from ..algorithms.layout import ancestors
+from ..algorithms.spatial import JIT
 
 
 @njit(**JIT)

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..api import describe, not_model, vec
-from ..functions import rnea
-from ..robot_terms import check_payload
+from ..calls.checked import describe, not_model, vec
+from ..calls.public import rnea
+from ..model.robot_terms import check_payload
 from .limits import dof_names, limit_vector
 
 
@@ -86,8 +86,8 @@ def payload_capacity(model, link, q, v=None, a=None, *, com=(0.0, 0.0, 0.0), ine
     bound[over] = 0.0                                  # even no payload fits there
     per_sample = bound.min(axis=1)
     if np.any(over):
-        i, j = np.unravel_index(int(np.argmax(np.where(over, load, 0.0))), load.shape)
-        i, j = int(i), int(j)
+        ii, jj = np.unravel_index(int(np.argmax(np.where(over, load, 0.0))), load.shape)
+        i, j = int(ii), int(jj)
     else:
         i = int(per_sample.argmin())
         j = int(bound[i].argmin())

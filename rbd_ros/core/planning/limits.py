@@ -1,8 +1,8 @@
 """Reading the planners' arguments: per-DOF limits, scales, the DOF names."""
 import numpy as np
 
-from ..api import describe, not_model
-from ..checks import real_array, real_number
+from ..calls.checked import describe, not_model
+from ..model.checks import real_array, real_number
 
 
 def dof_names(model):

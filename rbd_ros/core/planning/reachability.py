@@ -20,7 +20,7 @@ of their u coefficient gives one bound on x), so no LP solver and no iteration.
 import numpy as np
 from numba import njit
 
-from ..spatial import JIT
+from ..algorithms.spatial import JIT
 
 OK = -1                 # status: success; otherwise the first stage that failed
 # relative slack for rounding when a set shrinks to a point (x is a squared speed)

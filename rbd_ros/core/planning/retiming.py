@@ -31,10 +31,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.interpolate import CubicSpline
 
-from ..api import describe, not_model
-from ..checks import real_array
-from ..errors import BOUNDS
-from ..functions import gravity, rnea
+from ..calls.checked import describe, not_model
+from ..calls.public import gravity, rnea
+from ..model.checks import real_array
+from ..model.errors import BOUNDS
 from .limits import dof_names, limit_vector, scale_factor
 from .reachability import OK, controllable_sets, forward_pass
 

@@ -13,9 +13,9 @@ import difflib
 
 import numpy as np
 
+from ..algorithms.spatial import inertia_about_origin
 from .checks import bounded, real_array, real_number
 from .errors import BOUNDS
-from .spatial import inertia_about_origin
 
 
 def _describe(x):

@@ -35,7 +35,7 @@ import dataclasses
 
 import numpy as np
 
-from .spatial import inertia_about_origin
+from ..algorithms.spatial import inertia_about_origin
 
 N_PARAMS = 10
 PARAM_NAMES = ("m", "mcx", "mcy", "mcz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")

@@ -12,7 +12,7 @@ the description and flattens it into elementary bodies:
   contribute nothing);
 * planar joints become prismatic-prismatic-revolute chains (see joints.py);
 * with ``mimic=True`` a mimic joint reads its master's coordinate;
-* loop closures (``<constraint>`` elements, constraints/urdf_element.py) become
+* loop closures (``<constraint>`` elements, model/constraint_urdf.py) become
   the model's ``constraints``.
 
 Every number is checked at build time: non-finite values and magnitudes
@@ -26,10 +26,10 @@ import numpy as np
 from urdf_parser_py import urdf as up
 from urdf_parser_py.xml_reflection import core as xml_core
 
-from .constraints.urdf_element import read_constraints
+from ..algorithms.joints import planar_basis
+from ..algorithms.spatial import inertia_about_origin, rpy_to_matrix
+from .constraint_urdf import read_constraints
 from .errors import BOUNDS, ModelError
-from .joints import planar_basis
-from .spatial import inertia_about_origin, rpy_to_matrix
 from .tree import NQ_OF_TYPE, NV_OF_TYPE, KinematicTree, LinkPlacement
 
 log = logging.getLogger("rbd_ros.urdf")
@@ -45,7 +45,7 @@ def _bounded(values, bound, what):
     if not np.all(np.abs(vals) <= lim):       # False for NaN too
         shown = " ".join(f"{x:g}" for x in vals)
         raise ModelError(f"{what}: {shown} is not finite or exceeds the bound {lim:g} "
-                         f"(rbd_ros.core.errors.BOUNDS[{bound!r}])")
+                         f"(rbd_ros.core.model.errors.BOUNDS[{bound!r}])")
     return vals
 
 
@@ -69,7 +69,7 @@ def _read(urdf):
 
 
 def parse_xml(text):
-    messages = []
+    messages: list[str] = []
     with _parser_lock:
         saved = xml_core.on_error
         xml_core.on_error = messages.append
@@ -132,8 +132,8 @@ def _tree(robot):
     if not links:
         raise ModelError("robot description has no links")
     joints = {}
-    children = {name: [] for name in links}
-    parent_joint = {}
+    children: dict[str, list] = {name: [] for name in links}
+    parent_joint: dict[str, object] = {}
     for j in robot.joints:
         if j.name in joints:
             raise ModelError(f"joint {j.name!r} is defined twice")
@@ -326,14 +326,16 @@ def parse(urdf, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81)) -> d
 
     link_names = tuple(links)
     tree = KinematicTree(
-        parent=[b.parent for b in bodies], joint=[b.joint for b in bodies], joint_type=[b.jtype for b in bodies],
-        link=[b.link for b in bodies],
+        parent=np.array([b.parent for b in bodies], dtype=np.int64), joint=tuple(b.joint for b in bodies),
+        joint_type=tuple(b.jtype for b in bodies), link=tuple(b.link for b in bodies),
         axis=np.reshape([b.axis for b in bodies], (-1, 3)), placement_R=np.reshape([b.R for b in bodies], (-1, 3, 3)),
-        placement_p=np.reshape([b.p for b in bodies], (-1, 3)), mass=[b.mass for b in bodies],
+        placement_p=np.reshape([b.p for b in bodies], (-1, 3)), mass=np.array([b.mass for b in bodies], dtype=float),
         mass_com=np.reshape([b.h for b in bodies], (-1, 3)), inertia=np.reshape([b.Ibar for b in bodies], (-1, 3, 3)),
-        q_index=[b.qi for b in bodies], v_index=[b.vi for b in bodies], mimic=[b.mimic for b in bodies],
-        multiplier=[b.mult for b in bodies], offset=[b.offset for b in bodies],
-        links=[LinkPlacement(n, *link_at[n]) for n in link_names], gravity=gravity, armature=np.zeros(nv),
+        q_index=np.array([b.qi for b in bodies], dtype=np.int64),
+        v_index=np.array([b.vi for b in bodies], dtype=np.int64), mimic=np.array([b.mimic for b in bodies], dtype=bool),
+        multiplier=np.array([b.mult for b in bodies], dtype=float),
+        offset=np.array([b.offset for b in bodies], dtype=float),
+        links=tuple(LinkPlacement(n, *link_at[n]) for n in link_names), gravity=gravity, armature=np.zeros(nv),
         nq=nq, nv=nv)
     terms = _joint_terms(joints, names, jtypes, idx_v, nv, mimics)
     return dict(name=robot.name or "robot", tree=tree, joint_names=tuple(names), joint_types=tuple(jtypes),
@@ -355,7 +357,7 @@ def _attr(obj, name, joint, what):
                          f"must be a finite number{'' if what == 'position' else ' >= 0'}, got {x}")
     if what == "dynamics" and x > BOUNDS[name]:
         raise ModelError(f"joint {joint!r}: <dynamics {name}> {x:g} exceeds the bound {BOUNDS[name]:g} "
-                         f"(rbd_ros.core.errors.BOUNDS[{name!r}])")
+                         f"(rbd_ros.core.model.errors.BOUNDS[{name!r}])")
     return x
 
 

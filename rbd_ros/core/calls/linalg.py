@@ -3,13 +3,17 @@
 Hand-written public functions (their arguments are matrices, not states); the
 kernels are ``algorithms/ltdl.py``'s, registered in ``registry.OTHER_KERNELS``.
 """
+from __future__ import annotations
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
-from .algorithms.ltdl import ltdl_k, ltdl_solve_k
-from .api import convert, describe, not_model, vec
+from ..algorithms.ltdl import ltdl_k, ltdl_solve_k
+from ..model.model import Model
+from .checked import Array, convert, describe, not_model, vec
 
 
-def ltdl(model, H):
+def ltdl(model: Model, H: ArrayLike) -> Array:
     """Factorise H = Lᵀ D L exploiting branch-induced sparsity (only ancestors
     are visited).  Returns one matrix: D on the diagonal, L's off-diagonal
     entries below it, zeros above.  Use with :func:`ltdl_solve`; :func:`ltdl_unpack` gives
@@ -30,7 +34,7 @@ def ltdl(model, H):
     return np.tril(LD)
 
 
-def ltdl_solve(model, LD, b):
+def ltdl_solve(model: Model, LD: ArrayLike, b: ArrayLike) -> Array:
     """Solve H x = b given ``LD = ltdl(model, H)``; b is (nv,) or (m, nv) right-hand sides
     (with a batch of factors, (N, nv)).  Raises ValueError for non-finite LD
     or b, an LD whose diagonal D is not positive, or a non-finite result
@@ -65,7 +69,7 @@ def ltdl_solve(model, LD, b):
     return x
 
 
-def ltdl_unpack(LD):
+def ltdl_unpack(LD: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(L, D) from the packed factor: H = Lᵀ diag(D) L, L unit lower triangular."""
     LD = np.asarray(LD)
     L = np.tril(LD, -1) + np.eye(LD.shape[-1])

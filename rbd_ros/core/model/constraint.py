@@ -23,7 +23,7 @@ import difflib
 
 import numpy as np
 
-from ..checks import real_array
+from .checks import real_array
 
 POINT_MASK = (1, 1, 1, 0, 0, 0)
 WELD_MASK = (1, 1, 1, 1, 1, 1)
@@ -76,6 +76,14 @@ class Constraint:
     (an unknown link raises ValueError naming the constraint)."""
 
     __slots__ = ("link_a", "link_b", "origin_a", "origin_b", "mask", "name", "_key", "_hash")
+    link_a: str
+    link_b: str | None
+    origin_a: np.ndarray
+    origin_b: np.ndarray
+    mask: tuple[int, ...]
+    name: str
+    _key: tuple
+    _hash: int
 
     def __init__(self, link_a, link_b=None, *, origin_a=None, origin_b=None, mask=None, name=None):
         if not isinstance(link_a, str) or not link_a:

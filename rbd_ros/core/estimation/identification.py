@@ -66,54 +66,29 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import inertial as ine
-from .api import not_model
+from ..calls.checked import not_model
+from ..model import inertial as ine
 from .regression import (
+    DEFAULT_COULOMB_MIN_VELOCITY,
+    DEFAULT_VELOCITY_EPS,
+    ExcitationError,
     NormalEquations,
     base_parameters,
     condition_number,
+    coulomb_mask,
+    data_residual,
     dof_names,
     joint_sigma,
     normal_equations,
     parameter_names,
+    samples,
     sigma_floor,
     single_threaded_blas,
 )
 
 DEFAULT_PRIOR_WEIGHT = 1e-3
-DEFAULT_VELOCITY_EPS = 0.01         # rad/s: the node's default friction_velocity_eps
-DEFAULT_COULOMB_MIN_VELOCITY = 0.05  # rad/s (m/s): rows of slower joints are left out when friction is modelled
 DEFAULT_MIN_MOVING_FRACTION = 0.02   # a DOF faster than coulomb_min_velocity in fewer of the samples is still
 LENGTH_FLOOR = 0.02                  # m: smallest body length scale ℓ of the prior
-
-
-class ExcitationError(ValueError):
-    """The recording does not excite the parameters enough (condition number too large)."""
-
-
-def _samples(model, q, v, a, tau):
-    """Validated float arrays (N, nq), (N, nv) x 3; ValueError naming the argument."""
-    out = []
-    N = None
-    for name, x, n in (("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv), ("tau", tau, model.nv)):
-        try:
-            arr = np.array(x, dtype=float)
-        except (TypeError, ValueError):
-            raise ValueError(f"{name}: expected an (N, {n}) array of numbers, got {type(x).__name__}") from None
-        if arr.ndim == 1 and n == arr.size:
-            arr = arr[None, :]
-        if arr.ndim != 2 or arr.shape[1] != n:
-            raise ValueError(f"{name}: expected shape (N, {n}), got {arr.shape}")
-        if N is not None and arr.shape[0] != N:
-            raise ValueError(f"{name}: {arr.shape[0]} samples, but q has {N}")
-        N = arr.shape[0]
-        bad = np.argwhere(~np.isfinite(arr))
-        if bad.size:
-            raise ValueError(f"{name}[{bad[0][0]}, {bad[0][1]}] is {arr[tuple(bad[0])]}: expected finite numbers")
-        out.append(arr)
-    if N == 0:
-        raise ValueError("q: no samples")
-    return out
 
 
 def _rms(x):
@@ -144,7 +119,7 @@ class IdentificationReport:
     friction: tuple
     solver: str = ""
     base_description: list = field(default_factory=list)
-    moving_fraction: np.ndarray = None  # per DOF: fraction of the samples with |qd| >= coulomb_min_velocity
+    moving_fraction: np.ndarray | None = None  # per DOF: fraction of the samples with |qd| >= coulomb_min_velocity
     still_dofs: list = field(default_factory=list)    # names of the still DOFs (module docstring)
     kept_bodies: list = field(default_factory=list)   # indices of the bodies only still DOFs move
     min_moving_fraction: float = DEFAULT_MIN_MOVING_FRACTION
@@ -154,9 +129,10 @@ class IdentificationReport:
         """One line per still DOF and per kept body: what kept the model's
         values, and why (empty when every DOF moved)."""
         lines = []
+        moving = self.moving_fraction if self.moving_fraction is not None else np.zeros(len(self.dof_names))
         for name in self.still_dofs:
             k = self.dof_names.index(name)
-            share, least = 100 * self.moving_fraction[k], 100 * self.min_moving_fraction
+            share, least = 100 * moving[k], 100 * self.min_moving_fraction
             lines.append(f"joint {name}: still (faster than coulomb_min_velocity = {self.coulomb_min_velocity:g} "
                          f"in {share:.3g} % of the samples, < {least:g} %): its friction and armature keep the "
                          "model's values, its torques are not fitted")
@@ -248,14 +224,6 @@ def bodies_moved_only_by(model, still):
     return out
 
 
-def coulomb_mask(model, V, friction_used, min_velocity):
-    """(N, nv) bool: the rows to fit; with Coulomb friction in the model, rows
-    of joints moving slower than ``min_velocity`` are left out."""
-    if not friction_used:
-        return np.ones(V.shape, dtype=bool)
-    return np.abs(V) >= min_velocity
-
-
 def _noise(ne_terms, weights):
     """σ_j from the residual of an unconstrained weighted fit of the base parameters."""
     G, b, c, n = ne_terms
@@ -263,16 +231,6 @@ def _noise(ne_terms, weights):
     ridge = 1e-12 * np.trace(Gw) / max(len(Gw), 1)
     x = np.linalg.solve(Gw + ridge * np.eye(len(Gw)), bw)
     return NormalEquations(G, b, c, n).rms(x)
-
-
-def data_residual(Gw, bw, n_rows):
-    """(M, z) with ||M x − z||² = (xᵀ Gw x − 2 bwᵀ x)/n + const: the weighted
-    data term in residual form (eigen-decomposition; directions the data do
-    not see are dropped)."""
-    S, Vec = np.linalg.eigh(Gw / n_rows)
-    keep = S > 1e-14 * max(S[-1], 1e-300)
-    S, Vec = S[keep], Vec[:, keep]
-    return np.sqrt(S)[:, None] * Vec.T, (Vec.T @ (bw / n_rows)) / np.sqrt(S)
 
 
 def least_excited(Gw, names, k=3):
@@ -314,7 +272,7 @@ def identify(model, q, v, a, tau, *, friction=True, armature=True, prior_weight=
     body is physically consistent.  Raises ValueError naming a bad argument."""
     not_model(model)
     from scipy.optimize import least_squares  # heavy optional dependency (the identification extra)
-    Q, V, A, T = _samples(model, q, v, a, tau)
+    Q, V, A, T = samples(model, q, v, a, tau)
     N, nv, nb = T.shape[0], model.nv, model.nbodies
     names = ine.body_link_names(model)
     fit = _body_indices(model, bodies, names)
@@ -337,12 +295,12 @@ def identify(model, q, v, a, tau, *, friction=True, armature=True, prior_weight=
     pi0 = np.concatenate([P0.ravel(), model.armature, model.damping, model.friction])
     p = pi0.size
     ext = np.array([j for j in _extra_dofs(model) if not still[j]], dtype=int)
-    free = [10 * i + k for i in fit for k in range(10)]
+    chosen = [10 * i + k for i in fit for k in range(10)]
     if armature:
-        free += list(10 * nb + ext)
+        chosen += list(10 * nb + ext)
     if friction:
-        free += list(10 * nb + nv + ext) + list(10 * nb + 2 * nv + ext)
-    free = np.array(free, dtype=int)
+        chosen += list(10 * nb + nv + ext) + list(10 * nb + 2 * nv + ext)
+    free = np.array(chosen, dtype=int)
     if prior_weight is None or not np.isfinite(prior_weight) or prior_weight < 0:
         raise ValueError(f"prior_weight: expected a finite number >= 0, got {prior_weight}")
 
@@ -381,7 +339,7 @@ def identify(model, q, v, a, tau, *, friction=True, armature=True, prior_weight=
         raise ExcitationError(
             f"too little excitation: the condition number of the base regressor is {cond:.4g} > {max_condition:g}; "
             f"the least excited combinations: {least_excited(Gw, bnames)}. Record a motion that moves every joint "
-            "through its range at varying speeds (rbd_ros.core.excitation.excitation_trajectory)")
+            "through its range at varying speeds (rbd_ros.core.estimation.excitation.excitation_trajectory)")
     M, z = data_residual(Gw, bw, n_rows)
     MB = M @ base.matrix
 
@@ -421,7 +379,7 @@ def identify(model, q, v, a, tau, *, friction=True, armature=True, prior_weight=
 
     def params(x, jac=False):
         pi = pi_c.copy()
-        D = np.zeros((p, x.size)) if jac else None
+        D = np.zeros((p, x.size if jac else 0))
         for k, i in enumerate(fit):
             if jac:
                 pi[10 * i:10 * i + 10], D[10 * i:10 * i + 10, 10 * k:10 * k + 10] = \

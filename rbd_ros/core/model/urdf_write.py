@@ -35,7 +35,9 @@ def _spans(data):
     """{('link'|'joint', name): (start, end)} and {(tag, parent kind, parent name): [(start, end)]} byte spans
     of <link>, <joint> and their direct <inertial>, <dynamics> children."""
     p = xml.parsers.expat.ParserCreate()
-    stack, top, child = [], {}, {}
+    stack: list[tuple[str, str, int]] = []
+    top: dict[tuple[str, str], tuple[int, int]] = {}
+    child: dict[tuple[str, str, str], list[tuple[int, int]]] = {}
 
     def start(tag, attrs):
         stack.append((tag, attrs.get("name"), p.CurrentByteIndex))
@@ -62,7 +64,7 @@ def _set_attributes(tag, values):
     for k, v in values.items():
         pat = re.compile(rf"(\s{k}\s*=\s*)([\"'])(.*?)\2", re.S)
         if pat.search(tag):
-            tag = pat.sub(lambda m, v=v: f"{m.group(1)}{m.group(2)}{v}{m.group(2)}", tag, count=1)
+            tag = pat.sub(lambda m, v=v: f"{m.group(1)}{m.group(2)}{v}{m.group(2)}", tag, count=1)  # type: ignore[misc]
         else:
             cut = len(tag) - (2 if tag.endswith("/>") else 1)
             tag = f"{tag[:cut].rstrip()} {k}=\"{v}\"{tag[cut:]}"
@@ -90,7 +92,7 @@ def _indent(data, pos):
 
 def _link_inertials(urdf_text, model):
     """Per link: its <inertial> as a 10-vector in its body's frame (None without one)."""
-    out = {}
+    out: dict[str, object] = {}
     for link in parse_xml(urdf_text).links:
         info = model.links[model.link_index(link.name)]
         li = link_inertia(link)

@@ -18,10 +18,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .algorithms import contact as _k
-from .api import convert, describe, not_model
-from .checks import real_array, real_number
-from .functions import frame_jacobian_into
+from ..algorithms import contact as _k
+from ..calls.checked import convert, describe, not_model
+from ..calls.public import frame_jacobian_into
+from ..model.checks import real_array, real_number
 
 _F8 = np.dtype(np.float64)       # native byte order (x.dtype == _F8 is False for '>f8')
 
@@ -109,7 +109,7 @@ class CollisionDetector:
         """Flag down, no pending change."""
         self.detected = False
         self.onset = math.nan
-        self._since = None          # stamp since which the opposite condition holds
+        self._since: float | None = None    # stamp since which the opposite condition holds
 
     def update(self, t: float, tau_ext) -> CollisionState:
         r = self._ratios

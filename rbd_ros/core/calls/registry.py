@@ -1,20 +1,24 @@
 """The kernel registry: every algorithm of rbd_ros.core declared once.
 
 An entry names the public function, its compiled kernels, the arguments and
-the result's shape, the workspace regions the kernel writes, the numpy twin
-(``reference/``) that documents and checks it, and how to warm it up.  From
-the registry follow:
+the result's shape, the workspace regions the kernel writes and the numpy twin
+(``algorithms/reference/``) that documents and checks it.  From the registry
+follow:
 
-* the public functions ``rbd.<name>`` and ``rbd.<name>_into`` (``api.py``:
-  one fast-path template, one checked path);
+* the public functions ``rbd.<name>`` and ``rbd.<name>_into`` (``public.py``,
+  written by ``generate.py`` from the entries: one fast path each, one shared
+  checked path in ``checked.py``);
 * the guards that keep numba from compiling a second specialisation
-  (``_numba_compat``): the plain argument types are derived from the entry;
-* ahead-of-time compilation (``rbd_precompile``) and the node's warm-up;
+  (``_numba_compat``, installed at the end of this module): the plain argument
+  types are derived from the entry;
+* ahead-of-time compilation (``rbd_precompile``, ``compile_steps.py``) and the
+  node's warm-up;
 * the parametrised tests (``test/test_core_registry.py``: twin agreement,
   argument errors, byte order, odd arrays, regions written, no model write).
 
 To add an algorithm: its kernel file in ``algorithms/``, its twin in
-``reference/``, an entry below, an oracle test (ARCHITECTURE.md).
+``algorithms/reference/``, an entry below, ``python -m rbd_ros.core.calls.generate``,
+an oracle test (ARCHITECTURE.md).
 
 Kernel calling conventions (``st`` an int status, ``common.OK`` = 0):
 
@@ -25,33 +29,48 @@ Kernel calling conventions (``st`` an int status, ``common.OK`` = 0):
 * ``batch(md, *INPUTS, [FE, fe_world,] [*options,] OUT, status, start, stop)`` (rows
   start..stop-1 of (N, ...) arrays; None: the kernel is called row by row);
 * ``fallback(md, ws, *inputs, fe, fe_world, out) -> st``: called where the
-  kernel returns SINGULAR.
+  kernel returns SINGULAR;
+* ``post(model, out, *inputs, *keywords) -> result``: what the public function
+  returns (entries with ``keywords``: more parameters after the inputs).
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numba import typeof
 from numba.core import types as nbt
+from numpy.typing import NDArray
 
+from ..algorithms import aba as _aba
+from ..algorithms import compensation as _comp
+from ..algorithms import contact as _contact
+from ..algorithms import coriolis as _cor
+from ..algorithms import crba as _crba
+from ..algorithms import forward_dynamics as _fd
+from ..algorithms import frames as _frames
+from ..algorithms import ltdl as _ltdl
+from ..algorithms import observer as _observer
+from ..algorithms import reference as ref
+from ..algorithms import regressor as _reg
+from ..algorithms import rnea as _rnea
+from ..algorithms.reference import coriolis as _ref_coriolis
+from ..algorithms.reference import frames as _ref_frames
+from ..algorithms.reference import regressor as _ref_regressor
+from ..model.model import Model
 from . import _numba_compat as nbc
-from . import reference as ref
-from .algorithms import aba as _aba
-from .algorithms import compensation as _comp
-from .algorithms import contact as _contact
-from .algorithms import coriolis as _cor
-from .algorithms import crba as _crba
-from .algorithms import forward_dynamics as _fd
-from .algorithms import frames as _frames
-from .algorithms import ltdl as _ltdl
-from .algorithms import observer as _observer
-from .algorithms import regressor as _reg
-from .algorithms import rnea as _rnea
-from .api import FRAME, NO_FEXT, NO_FEXT3, REFERENCE
-from .reference import coriolis as _ref_coriolis
-from .reference import frames as _ref_frames
-from .reference import regressor as _ref_regressor
+from .options import FRAME, NO_FEXT, NO_FEXT3, REFERENCE, Option
+
+
+@dataclass(frozen=True)
+class Keyword:
+    """A parameter of a public function after its inputs and options, handed to the
+    entry's ``post`` (not to the kernel)."""
+    name: str
+    default: object
+    annotation: str                # its type, as public.py spells it
 
 
 @dataclass(frozen=True)
@@ -59,27 +78,28 @@ class Algorithm:
     """One public function of rbd_ros.core and the kernels behind it."""
     name: str                      # rbd.<name>, rbd.<name>_into
     doc: str                       # the public function's docstring
-    kernel: object                 # numba dispatcher, one state (see the module docstring)
-    inputs: tuple                  # argument names: "q" (nq numbers) or v-sized ("v", "a", "tau")
-    out: tuple                     # the result's shape: ints, "nv", "nq", "nb" or "<k>*nb", e.g. (6, "nv")
-    twin: object                   # reference twin: twin(model, *inputs[, f_ext, f_ext_frame])
-    regions: tuple                 # workspace regions the kernel writes (layout.SLOTS keys and "mat", "vec")
-    batch: object = None           # batch kernel or adapter, None: row by row
+    kernel: Any                    # numba dispatcher, one state (see the module docstring)
+    inputs: tuple[str, ...]        # argument names: "q" (nq numbers) or v-sized ("v", "a", "tau")
+    out: tuple[int | str, ...]     # the result's shape: ints, "nv", "nq", "nb" or "<k>*nb", e.g. (6, "nv")
+    twin: Callable[..., Any]       # reference twin: twin(model, *inputs[, f_ext, f_ext_frame])
+    regions: tuple[str, ...]       # workspace regions the kernel writes (layout.SLOTS keys and "mat", "vec")
+    batch: Any = None              # batch kernel or adapter, None: row by row
     fext: bool = False             # takes f_ext, f_ext_frame
-    fext_kernel: object = None     # one state with f_ext
-    fast_extra: tuple = ()         # kernel arguments after the inputs on a call without f_ext
-    options: tuple = ()            # api.Option: non-array parameters (a frame, a reference), after the inputs
-    fallback: object = None        # where the kernel returns SINGULAR
+    fext_kernel: Any = None        # one state with f_ext
+    fast_extra: tuple[Any, ...] = ()  # kernel arguments after the inputs on a call without f_ext
+    options: tuple[Option, ...] = ()  # non-array parameters (a frame, a reference), after the inputs
+    fallback: Any = None           # where the kernel returns SINGULAR
     third: str = "a"               # the argument a BAD_A status names
     group: int = 0                 # rbd_precompile: process 0 or 1
-    wrap: object = None            # wrap(generated public function) -> the public function (extra keywords)
-    kernels: tuple = field(default=())  # every dispatcher the entry compiles (default: kernel, batch, ...)
+    keywords: tuple[Keyword, ...] = ()     # parameters after the options, for ``post``
+    post: Callable[..., Any] | None = None  # post(model, out, *inputs, *keywords) -> the result
+    kernels: tuple[Any, ...] = field(default=())  # every dispatcher the entry compiles (default: kernel, batch, ...)
 
-    def out_shape(self, model) -> tuple:
+    def out_shape(self, model: Model) -> tuple[int, ...]:
         """The result's shape for ``model``."""
         return tuple(_dim(model, s) for s in self.out)
 
-    def plain_types(self) -> tuple:
+    def plain_types(self) -> tuple[Any, ...]:
         """The numba types of the fast path's kernel call (what its guard admits)."""
         v = nbt.Array(nbt.float64, 1, "C")
         out = nbt.Array(nbt.float64, len(self.out), "C")
@@ -87,13 +107,13 @@ class Algorithm:
             tuple(typeof(x) for x in self.fast_extra)
         return (v, v) + (v,) * len(self.inputs) + extra + (out,)
 
-    def dispatchers(self) -> tuple:
+    def dispatchers(self) -> tuple[Any, ...]:
         """Every numba dispatcher this entry runs."""
         found = [self.kernel, self.fext_kernel, self.batch, self.fallback, *self.kernels]
         return tuple(dict.fromkeys(k for k in found if hasattr(k, "signatures")))
 
 
-def _dim(model, s) -> int:
+def _dim(model: Model, s: int | str) -> int:
     if s == "nv":
         return model.nv
     if s == "nq":
@@ -104,54 +124,48 @@ def _dim(model, s) -> int:
 
 
 # ----------------------------------------------------------------------------- adapters
+Arr = NDArray[Any]
 # (thin Python functions that give a shared kernel an entry's calling convention;
 # flags are plain Python bools: numba types them as ``boolean``, one specialisation)
 
-def _rnea_fext(md, ws, q, v, a, fe, world, out):
+def _rnea_fext(md: Arr, ws: Arr, q: Arr, v: Arr, a: Arr, fe: Arr, world: bool, out: Arr) -> int:
     return _rnea.rnea_into(md, ws, q, v, a, fe, world, True, True, out)
 
 
-def _rnea_batch(md, Q, V, A, FE, world, OUT, status, start, stop):
+def _rnea_batch(md: Arr, Q: Arr, V: Arr, A: Arr, FE: Arr, world: bool, OUT: Arr, status: Arr, start: int,
+                stop: int) -> None:
     _rnea.rnea_batch_k(md, Q, V, A, FE, world, True, True, OUT, status, start, stop)
 
 
-def _gravity_batch(md, Q, OUT, status, start, stop):
+def _gravity_batch(md: Arr, Q: Arr, OUT: Arr, status: Arr, start: int, stop: int) -> None:
     _rnea.rnea_batch_k(md, Q, Q, Q, NO_FEXT3, False, False, False, OUT, status, start, stop)
 
 
-def _bias_batch(md, Q, V, OUT, status, start, stop):
+def _bias_batch(md: Arr, Q: Arr, V: Arr, OUT: Arr, status: Arr, start: int, stop: int) -> None:
     _rnea.rnea_batch_k(md, Q, V, V, NO_FEXT3, False, True, False, OUT, status, start, stop)
 
 
-def _joint_columns(regressor):
-    """rbd.regressor: the generated function (the bodies' 10 nb columns) with optional
-    per-DOF columns after them: armature (qdd), viscous friction (qd), Coulomb friction
+def joint_columns(model: Model, Y: NDArray[np.float64], q: object, v: object, a: object, armature: bool,
+                  damping: bool, friction: bool, velocity_eps: float) -> NDArray[np.float64]:
+    """rbd.regressor's ``post``: the bodies' 10 nb columns ``Y`` with optional per-DOF
+    columns after them: armature (qdd), viscous friction (qd), Coulomb friction
     (tanh(qd / velocity_eps), the law of rbd.friction)."""
-    def public(model, q, v, a, armature=False, damping=False, friction=False, velocity_eps=1e-3):
-        Y = regressor(model, q, v, a)
-        if not (armature or damping or friction):
-            return Y
-        eps = velocity_eps if isinstance(velocity_eps, (int, float)) and not isinstance(velocity_eps, bool) \
-            else np.nan
-        if not (np.isfinite(eps) and eps > 0):
-            raise ValueError(f"velocity_eps: expected a finite number > 0 (rad/s), got {velocity_eps!r}")
-        V = np.asarray(v, dtype=np.float64).reshape(Y.shape[:-2] + (model.nv,))
-        A = np.asarray(a, dtype=np.float64).reshape(V.shape)
-        blocks = [Y]
-        for on, x in ((armature, A), (damping, V), (friction, np.tanh(V / eps) if friction else None)):
-            if on:
-                D = np.zeros(Y.shape[:-1] + (model.nv,))
-                idx = np.arange(model.nv)
-                D[..., idx, idx] = x
-                blocks.append(D)
-        return np.concatenate(blocks, axis=-1)
-
-    public.__doc__ = regressor.__doc__ + """
-
-        ``armature``, ``damping``, ``friction``: append nv columns each (in this order:
-        qdd, qd, tanh(qd / velocity_eps)), so that Y [pi; model.armature; model.damping;
-        model.friction] = rnea(q, v, a) + friction(model, v, velocity_eps)."""
-    return public
+    if not (armature or damping or friction):
+        return Y
+    eps = velocity_eps if isinstance(velocity_eps, (int, float)) and not isinstance(velocity_eps, bool) \
+        else np.nan
+    if not (np.isfinite(eps) and eps > 0):
+        raise ValueError(f"velocity_eps: expected a finite number > 0 (rad/s), got {velocity_eps!r}")
+    V = np.asarray(v, dtype=np.float64).reshape(Y.shape[:-2] + (model.nv,))
+    A = np.asarray(a, dtype=np.float64).reshape(V.shape)
+    blocks = [Y]
+    for on, x in ((armature, A), (damping, V), (friction, np.tanh(V / eps) if friction else None)):
+        if on:
+            D = np.zeros(Y.shape[:-1] + (model.nv,))
+            idx = np.arange(model.nv)
+            D[..., idx, idx] = x
+            blocks.append(D)
+    return np.concatenate(blocks, axis=-1)
 
 
 # ----------------------------------------------------------------------------- the registry
@@ -215,11 +229,18 @@ ALGORITHMS = [
     Algorithm(
         name="regressor", inputs=("q", "v", "a"), out=("nv", "10*nb"),
         kernel=_reg.regressor_k, batch=_reg.regressor_batch_k, kernels=(_reg.regressor_into,),
-        twin=_ref_regressor.regressor, regions=("rnea", "world", "cor"), wrap=_joint_columns,
+        twin=_ref_regressor.regressor, regions=("rnea", "world", "cor"),
+        keywords=(Keyword("armature", False, "bool"), Keyword("damping", False, "bool"),
+                  Keyword("friction", False, "bool"), Keyword("velocity_eps", 1e-3, "float")),
+        post=joint_columns,
         doc="""Joint-torque regressor Y (nv x 10 nbodies): tau = rnea(q, v, a) = Y pi, pi the
         stacked ``model.inertial_parameters()`` rows (per body [m, m c, Ixx Ixy Iyy Ixz Iyz
         Izz] about the body origin, body frame: Pinocchio's computeJointTorqueRegressor
-        columns).  A batch (N, ...) gives (N, nv, 10 nbodies)."""),
+        columns).  A batch (N, ...) gives (N, nv, 10 nbodies).
+
+        ``armature``, ``damping``, ``friction``: append nv columns each (in this order:
+        qdd, qd, tanh(qd / velocity_eps)), so that Y [pi; model.armature; model.damping;
+        model.friction] = rnea(q, v, a) + friction(model, v, velocity_eps)."""),
     Algorithm(
         name="frame_jacobian", inputs=("q",), options=(FRAME, REFERENCE), out=(6, "nv"),
         kernel=_frames.frame_jacobian_k, kernels=(_frames.frame_into,), twin=_ref_frames.frame_jacobian,
@@ -247,9 +268,9 @@ ALGORITHMS = [
         acceleration plus [ω × v_linear; 0]); with a = 0 it is J̇ v."""),
 ]
 
-# kernels behind hand-written public functions (control_loop.py, linalg.py): warmed up
-# and guarded like the rest
-OTHER_KERNELS = {
+# kernels behind hand-written public functions (control_loop.py, linalg.py,
+# estimation/observer.py and contact.py): compiled by rbd_precompile and guarded like the rest
+OTHER_KERNELS: dict[str, tuple[Any, ...]] = {
     "compensation_into": (_comp.compensation_k,),
     "ltdl": (_ltdl.ltdl_k,),
     "ltdl_solve": (_ltdl.ltdl_solve_k,),
@@ -261,24 +282,43 @@ OTHER_KERNELS = {
 BY_NAME = {e.name: e for e in ALGORITHMS}
 
 
-def kernels_of(names) -> tuple:
+def kernels_of(names: Iterable[str]) -> tuple[Any, ...]:
     """Every numba dispatcher behind the public functions ``names`` (``<name>_into``
     counts as ``<name>``)."""
-    out = []
+    out: list[Any] = []
     for n in names:
         n = n[:-5] if n.endswith("_into") and n[:-5] in BY_NAME else n
         out += BY_NAME[n].dispatchers() if n in BY_NAME else OTHER_KERNELS[n]
     return tuple(dict.fromkeys(out))
 
 
-def will_compile(names, kernels=()) -> bool:
+def will_compile(names: Iterable[str], kernels: Sequence[Any] = ()) -> bool:
     """True if a kernel behind the public functions ``names``, or one of the numba
     dispatchers ``kernels`` (a caller's own), is neither compiled in this process nor in
     numba's disk cache (its first call will compile: seconds)."""
     return nbc.will_compile(kernels_of(names) + tuple(kernels))
 
 
-def cached(names) -> bool:
+def cached(names: Iterable[str]) -> bool:
     """True if every kernel behind the public functions ``names`` is compiled in this
     process or in numba's disk cache (another process may have just written it)."""
     return all(k.signatures or nbc.cached_on_disk(k) for k in kernels_of(names))
+
+
+def guard_kernels(algorithms: Iterable[Algorithm], other_kernels: Iterable[Any] = ()) -> None:
+    """Install the numba guards (``_numba_compat``): each entry's fast-path kernel
+    compiles only for its plain argument types (anything else raises ``NotPlain``, a
+    TypeError, and the public function takes its checked path); every other kernel
+    copies odd arrays instead of compiling for them."""
+    algorithms = list(algorithms)
+    guarded = set()
+    for e in algorithms:
+        nbc.plain_arguments_only(e.kernel, e.plain_types())
+        guarded.add(e.kernel)
+    for k in [d for e in algorithms for d in e.dispatchers()] + list(other_kernels):
+        if k not in guarded:
+            nbc.behaved_inputs(k)
+            guarded.add(k)
+
+
+guard_kernels(ALGORITHMS, [k for ks in OTHER_KERNELS.values() for k in ks])

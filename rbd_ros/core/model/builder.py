@@ -1,5 +1,5 @@
 """Builder: the flat model vector ``md`` the kernels read (see layout.py), packed
-from a :class:`~rbd_ros.core.tree.KinematicTree`.
+from a :class:`~rbd_ros.core.model.tree.KinematicTree`.
 
 :func:`topology` derives what depends on the tree's structure only (full
 velocity indices, subtree ends, mimic pairs, the LᵀDL elimination tree); a
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .joints import FREE, PRISMATIC, REVOLUTE
-from .layout import (
+from ..algorithms.joints import FREE, PRISMATIC, REVOLUTE
+from ..algorithms.layout import (
     C_AXIS,
     C_ET,
     C_FV,
@@ -88,7 +88,7 @@ def dof_elimination_tree(tree) -> np.ndarray:
     is exactly the kinematic tree's DOF parent."""
     nb, nv = tree.nbodies, tree.nv
     dofs = [[int(tree.v_index[i]) + c for c in range(tree.nv_of(i))] for i in range(nb)]
-    pattern = [set() for _ in range(nv)]
+    pattern: list[set[int]] = [set() for _ in range(nv)]
     for i in range(nb):
         j = i
         while j >= 0:

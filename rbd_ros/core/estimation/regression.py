@@ -1,6 +1,8 @@
 """The joint-torque regressor as identification uses it: the one switch point
 to the compiled kernel, the base parameters, per-joint normal equations and
-the condition number.
+the condition number; and what ``identify`` and ``identify_payload`` share: the
+checks of the recorded samples, the rows a Coulomb friction model leaves out, the
+data term in residual form, ``ExcitationError``.
 
 Parameter vector (``p`` entries): the bodies' 10-vectors (``inertial.py``),
 then per DOF the armature, the viscous (``damping``) and the Coulomb
@@ -13,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .functions import regressor
-from .inertial import PARAM_NAMES
+from ..calls.public import regressor
+from ..model.inertial import PARAM_NAMES
 
 CHUNK = 2000            # samples per regressor call (bounds the memory: CHUNK * nv * p floats)
 
@@ -260,3 +262,56 @@ def condition_number(G):
         return float("inf")
     ev = np.linalg.eigvalsh(G / np.outer(d, d))
     return float(np.sqrt(ev[-1] / ev[0])) if ev[0] > ev[-1] * 1e-30 else float("inf")
+
+
+# ------------------------------------------------------------------ shared by identify and identify_payload
+
+DEFAULT_VELOCITY_EPS = 0.01         # rad/s: the node's default friction_velocity_eps
+DEFAULT_COULOMB_MIN_VELOCITY = 0.05  # rad/s (m/s): rows of slower joints are left out when friction is modelled
+
+
+class ExcitationError(ValueError):
+    """The recording does not excite the parameters enough (condition number too large)."""
+
+
+def samples(model, q, v, a, tau):
+    """Validated float arrays (N, nq), (N, nv) x 3; ValueError naming the argument."""
+    out = []
+    N = None
+    for name, x, n in (("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv), ("tau", tau, model.nv)):
+        try:
+            arr = np.array(x, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name}: expected an (N, {n}) array of numbers, got {type(x).__name__}") from None
+        if arr.ndim == 1 and n == arr.size:
+            arr = arr[None, :]
+        if arr.ndim != 2 or arr.shape[1] != n:
+            raise ValueError(f"{name}: expected shape (N, {n}), got {arr.shape}")
+        if N is not None and arr.shape[0] != N:
+            raise ValueError(f"{name}: {arr.shape[0]} samples, but q has {N}")
+        N = arr.shape[0]
+        bad = np.argwhere(~np.isfinite(arr))
+        if bad.size:
+            raise ValueError(f"{name}[{bad[0][0]}, {bad[0][1]}] is {arr[tuple(bad[0])]}: expected finite numbers")
+        out.append(arr)
+    if N == 0:
+        raise ValueError("q: no samples")
+    return out
+
+
+def coulomb_mask(model, V, friction_used, min_velocity):
+    """(N, nv) bool: the rows to fit; with Coulomb friction in the model, rows
+    of joints moving slower than ``min_velocity`` are left out."""
+    if not friction_used:
+        return np.ones(V.shape, dtype=bool)
+    return np.abs(V) >= min_velocity
+
+
+def data_residual(Gw, bw, n_rows):
+    """(M, z) with ||M x − z||² = (xᵀ Gw x − 2 bwᵀ x)/n + const: the weighted
+    data term in residual form (eigen-decomposition; directions the data do
+    not see are dropped)."""
+    S, Vec = np.linalg.eigh(Gw / n_rows)
+    keep = S > 1e-14 * max(S[-1], 1e-300)
+    S, Vec = S[keep], Vec[:, keep]
+    return np.sqrt(S)[:, None] * Vec.T, (Vec.T @ (bw / n_rows)) / np.sqrt(S)

@@ -26,25 +26,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import inertial as ine
-from .api import not_model
-from .control_loop import friction as friction_torque
-from .functions import rnea
-from .identification import (
+from ..calls.checked import not_model
+from ..calls.control_loop import friction as friction_torque
+from ..calls.public import rnea
+from ..model import inertial as ine
+from .regression import (
+    CHUNK,
     DEFAULT_COULOMB_MIN_VELOCITY,
     DEFAULT_VELOCITY_EPS,
     ExcitationError,
-    _samples,
-    coulomb_mask,
-    data_residual,
-)
-from .regression import (
-    CHUNK,
     NormalEquations,
     condition_number,
+    coulomb_mask,
+    data_residual,
     dof_names,
     joint_sigma,
     regressor_rows,
+    samples,
     sigma_floor,
     single_threaded_blas,
 )
@@ -110,7 +108,7 @@ def identify_payload(model, link, q, v, a, tau, *, velocity_eps=DEFAULT_VELOCITY
     unknown link, a link fixed to the world or bad arrays."""
     not_model(model)
     from scipy.optimize import least_squares  # heavy optional dependency (the identification extra)
-    Q, V, A, T = _samples(model, q, v, a, tau)
+    Q, V, A, T = samples(model, q, v, a, tau)
     if not isinstance(link, str) or link not in model.link_names:
         close = model.close_links(link) if isinstance(link, str) else []
         raise ValueError(f"link: {link!r} is not a link of the model" + (f"; did you mean {close}?" if close else ""))

@@ -2,7 +2,7 @@
 like reading Pinocchio's ``data.oMi[i]``, ``data.v[i]``).
 
     import rbd_ros.core as rbd
-    from rbd_ros.core.inspect import workspace_views
+    from rbd_ros.core.calls.inspect import workspace_views
     rbd.rnea(model, q, v, a)
     w = workspace_views(model)            # this thread's workspace, no copy
     w.v[i], w.f[i], w.X(i)                # body i after the call
@@ -43,12 +43,11 @@ its width and region):
 ``H``         forward_dynamics: the LᵀDL factor of H (D diagonal, L below)
 ===========  ==============================================================
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import registry
-from .layout import (
+from ..algorithms.layout import (
     AB_C,
     AB_IA,
     AB_PA,
@@ -85,7 +84,8 @@ from .layout import (
     WO_X,
     region_offsets,
 )
-from .reference.spatial import plux
+from ..algorithms.reference.spatial import plux
+from . import registry
 
 
 @dataclass
@@ -111,8 +111,10 @@ class WorkspaceViews:
     Ic_world: np.ndarray     # (nb, 6, 6)  coriolis_matrix: composite inertia, world frame
     Bc_world: np.ndarray     # (nb, 6, 6)  coriolis_matrix: composite B, world frame
     H: np.ndarray        # (nv, nv)
-    slots: dict = None   # every per-body slot of layout.SLOTS by name, e.g. "RN_V": (nb, 6)
-    regions: dict = None  # region name (layout.SLOTS key) -> {slot name: view}
+    # every per-body slot of layout.SLOTS by name, e.g. "RN_V": (nb, 6)
+    slots: dict[str, np.ndarray] = field(default_factory=dict)
+    # region name (layout.SLOTS key) -> {slot name: view}
+    regions: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
 
     def of(self, algorithm: str) -> dict:
         """{slot name: (nb, width) view} of every per-body slot in the workspace regions

@@ -34,9 +34,9 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from ..errors import BOUNDS, ModelError
-from ..spatial import rpy_to_matrix
+from ..algorithms.spatial import rpy_to_matrix
 from .constraint import Constraint
+from .errors import BOUNDS, ModelError
 
 TYPE_MASKS = {
     "fixed": (1, 1, 1, 1, 1, 1),

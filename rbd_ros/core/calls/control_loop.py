@@ -2,25 +2,31 @@
 into preallocated outputs in the caller's DOF order (the kernel is
 ``algorithms/compensation.py``'s, registered in ``registry.OTHER_KERNELS``), and
 the URDF joint friction law."""
-import numpy as np
+from __future__ import annotations
 
-from .algorithms.common import BAD_DOFS
-from .algorithms.compensation import compensation_k
-from .api import check, convert, describe, not_model, out_array, vec
-from .checks import real_number
+from typing import TypeGuard
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ..algorithms.common import BAD_DOFS
+from ..algorithms.compensation import compensation_k
+from ..model.checks import real_number
+from ..model.model import Model
+from .checked import Array, check, convert, describe, not_model, out_array, vec
 
 _F8 = np.dtype(np.float64)
 _ND = np.ndarray
 
 
-def _plain(x, shape):
+def _plain(x: object, shape: tuple[int, ...]) -> TypeGuard[Array]:
     """True for a float64 ndarray of exactly this shape, where the kernel itself
     checks the values (NaN/inf) and reports a status.  (Byte order: the dispatcher
     refuses a byte-swapped array, see _numba_compat; it is then converted by vec.)"""
     return x.__class__ is _ND and x.dtype is _F8 and x.shape == shape
 
 
-def dof_indices(model, dofs=None):
+def dof_indices(model: Model, dofs: ArrayLike | None = None) -> NDArray[np.int64]:
     """``dofs`` (velocity indices, None: all in model order) checked, as an int64 array."""
     not_model(model)
     if dofs is None:
@@ -36,7 +42,8 @@ def dof_indices(model, dofs=None):
     return arr
 
 
-def compensation_into(model, q, v, dofs, g, b=None, H=None):
+def compensation_into(model: Model, q: ArrayLike, v: ArrayLike, dofs: NDArray[np.int64], g: Array,
+                      b: Array | None = None, H: Array | None = None) -> None:
     """g(q), and optionally the bias b(q, v) = C(q, v) v + g(q) and H(q), restricted
     to and ordered by the velocity indices ``dofs`` (an int64 array from
     :func:`dof_indices`; an index out of range raises ValueError), written
@@ -67,7 +74,7 @@ def compensation_into(model, q, v, dofs, g, b=None, H=None):
         check(st, "v", args=(("q", q), ("v", v)))
 
 
-def friction(model, v, velocity_eps=1e-3):
+def friction(model: Model, v: ArrayLike, velocity_eps: float = 1e-3) -> Array:
     """Joint friction torques τ_f = damping · q̇ + friction · tanh(q̇ / velocity_eps).
 
     ``damping`` (viscous, N·m·s/rad or N·s/m) and ``friction`` (Coulomb, N·m

@@ -49,10 +49,10 @@ import math
 
 import numpy as np
 
-from .algorithms import observer as _k
-from .control_loop import compensation_into, dof_indices
-from .functions import coriolis_transpose_v_into
-from .model import Model
+from ..algorithms import observer as _k
+from ..calls.control_loop import compensation_into, dof_indices
+from ..calls.public import coriolis_transpose_v_into
+from ..model.model import Model
 
 _F8 = np.dtype(np.float64)
 

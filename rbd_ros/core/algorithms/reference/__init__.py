@@ -2,7 +2,7 @@
 matrices, written like Featherstone's spatial_v2: one short function per
 algorithm whose docstring is the textbook table it implements).
 
-    from rbd_ros.core import reference as ref
+    from rbd_ros.core.algorithms import reference as ref
     tau = ref.rnea(model, q, v, a)          # ID      (RBDA Table 5.1)
     H = ref.crba(model, q)                  # HandC   (RBDA Table 6.2)
     LD = ref.ltdl(model, H)                 # LTDL    (RBDA Table 6.3)

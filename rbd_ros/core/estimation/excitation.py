@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .api import not_model
+from ..calls.checked import not_model
 from .regression import base_parameters, condition_number, n_parameters, regressor_rows, single_threaded_blas
 
 DEFAULT_ACCELERATION_LIMIT = 5.0     # rad/s² (m/s²)
@@ -78,7 +78,7 @@ def _fourier(coef, period, t):
     return S @ (a / wl).T - C @ (b / wl).T, C @ a.T + S @ b.T, -S @ (a * wl).T + C @ (b * wl).T
 
 
-def _shape(coef, period, duration, ramp, t):
+def _shape(coef, period, duration, ramp, t) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Unscaled (w F, (w F)', (w F)'')."""
     F, dF, ddF = _fourier(coef, period, t)
     w, dw, ddw = _window(t, duration, ramp)
@@ -103,7 +103,8 @@ def _limits(model, acceleration_limit, position_margin):
     return center, half, vmax, amax
 
 
-def _feasible_scale(x, dx, ddx, half, vmax, amax):
+def _feasible_scale(x: np.ndarray, dx: np.ndarray, ddx: np.ndarray, half: np.ndarray, vmax: np.ndarray,
+                    amax: np.ndarray) -> np.ndarray:
     """Largest s_j with |s x| <= half, |s dx| <= vmax, |s ddx| <= amax on the grid."""
     def ratio(lim, y):
         m = np.max(np.abs(y), axis=0)

@@ -1,38 +1,60 @@
 """The immutable kinematic-tree Model.
 
 A Model is constant data (Pinocchio's Model/Data split): its kinematic tree
-(``model.tree``, :mod:`rbd_ros.core.tree`), names, joint terms, and the flat
+(``model.tree``, :mod:`rbd_ros.core.model.tree`), names, joint terms, and the flat
 read-only vector the compiled kernels read (``md``, packed from the tree by
-:mod:`rbd_ros.core.builder`).  Per-thread workspaces (the "Data") are created
+:mod:`rbd_ros.core.model.builder`).  Per-thread workspaces (the "Data") are created
 lazily and reused, so calls from several threads never share scratch memory
 and a call allocates nothing but its result.
 """
+from __future__ import annotations
+
 import difflib
 import threading
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
+from ..algorithms.layout import H_NB, H_NQ, H_NV, workspace_size
 from . import builder, inertial, urdf
 from .checks import bounded, real_array
-from .constraints.constraint import as_tuple, check_links
+from .constraint import Constraint, as_tuple, check_links
 from .errors import BOUNDS, ModelError
-from .layout import H_NB, H_NQ, H_NV, workspace_size
 from .robot_terms import add_payloads, armature_vector, check_payload
+from .tree import KinematicTree, LinkPlacement
 
 __all__ = ["Model", "ModelError"]
 
+if TYPE_CHECKING:
+    class _Packed:
+        """What Model.__post_init__ sets besides the dataclass fields (for type checkers)."""
+        md: NDArray[np.float64]
+        md_k: NDArray[np.float64]
+        _nv: int
+        _nq: int
+        _sq: tuple[int]
+        _sv: tuple[int]
+        _shape_H: tuple[int, int]
+        _joint_pos: dict[str, int]
+        _link_pos: dict[str, int]
+        _fext_maps: dict[str, NDArray[np.float64]]
+else:
+    _Packed = object
+
 
 @dataclass(frozen=True, eq=False)
-class Model:
+class Model(_Packed):
     """Kinematic tree with the data the dynamics kernels need.
 
     Build one with :meth:`Model.from_urdf`.  Attributes:
 
     ``name``            robot name
     ``tree``            the kinematic tree by body: parents, joints, placements,
-                        inertias, indices (:class:`~rbd_ros.core.tree.KinematicTree`)
+                        inertias, indices (:class:`~rbd_ros.core.model.tree.KinematicTree`)
     ``nq``, ``nv``      sizes of q and v
     ``joint_names``     DOF-owning joints in model order (depth first from the
                         root, children in URDF order); the free-flyer added by
@@ -73,32 +95,34 @@ class Model:
     only.  The arrays are read-only.
     """
     name: str
-    tree: object = field(repr=False)
-    joint_names: tuple
-    joint_types: tuple
-    joint_nq: tuple
-    joint_nv: tuple
-    idx_q: tuple
-    idx_v: tuple
-    link_names: tuple
-    mimic_joints: dict = field(repr=False)
+    tree: KinematicTree = field(repr=False)
+    joint_names: tuple[str, ...]
+    joint_types: tuple[str, ...]
+    joint_nq: tuple[int, ...]
+    joint_nv: tuple[int, ...]
+    idx_q: tuple[int, ...]
+    idx_v: tuple[int, ...]
+    link_names: tuple[str, ...]
+    mimic_joints: dict[str, tuple[str, float, float]] = field(repr=False)
     mass: float = 0.0
-    damping: np.ndarray = field(default=None, repr=False)
-    friction: np.ndarray = field(default=None, repr=False)
-    effort_limit: np.ndarray = field(default=None, repr=False)
-    velocity_limit: np.ndarray = field(default=None, repr=False)
-    position_limit: np.ndarray = field(default=None, repr=False)
-    payloads: dict = field(default=None, repr=False)
-    constraints: tuple = ()
-    base_tree: object = field(default=None, repr=False)      # the tree without the payloads
-    base_mass: float = field(default=None, repr=False)       # mass without the payloads
-    _topology: object = field(default=None, repr=False)      # builder.Topology (structure only)
+    # None: filled in by __post_init__ (zeros, or no limit), never None afterwards
+    damping: NDArray[np.float64] = field(default=None, repr=False)  # type: ignore[arg-type]
+    friction: NDArray[np.float64] = field(default=None, repr=False)  # type: ignore[arg-type]
+    effort_limit: NDArray[np.float64] = field(default=None, repr=False)  # type: ignore[arg-type]
+    velocity_limit: NDArray[np.float64] = field(default=None, repr=False)  # type: ignore[arg-type]
+    position_limit: NDArray[np.float64] = field(default=None, repr=False)  # type: ignore[arg-type]
+    payloads: Mapping[str, tuple[Any, ...]] = field(default=None, repr=False)  # type: ignore[arg-type]
+    constraints: tuple[Constraint, ...] = ()
+    base_tree: KinematicTree = field(default=None, repr=False)  # type: ignore[assignment]  # without payloads
+    base_mass: float = field(default=None, repr=False)  # type: ignore[assignment]  # mass without payloads
+    _topology: builder.Topology | None = field(default=None, repr=False)   # (structure only)
     _tls: threading.local = field(default_factory=threading.local, repr=False, compare=False)
 
     # ---------------------------------------------------------------- build
     @classmethod
-    def from_urdf(cls, urdf_text_or_path, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81),
-                  armature=None):
+    def from_urdf(cls, urdf_text_or_path: str, floating_base: bool = False, mimic: bool = True,
+                  gravity: ArrayLike = (0.0, 0.0, -9.81),
+                  armature: ArrayLike | Mapping[str, float] | None = None) -> Model:
         """Build a model from URDF XML text or a path to a URDF file.
 
         ``floating_base``: add a free-flyer root joint (Pinocchio's layout:
@@ -108,7 +132,7 @@ class Model:
         ``gravity``: gravity vector in the world (root link) frame.
         ``armature``: per-DOF rotor inertia, see :meth:`with_armature` (None: zero).
         Raises :class:`ModelError` naming the offending link or joint, also
-        for a non-finite number or one beyond ``rbd_ros.core.errors.BOUNDS``
+        for a non-finite number or one beyond ``rbd_ros.core.model.errors.BOUNDS``
         (|xyz| <= 1e6 m, |rpy| <= 1e6 rad, mass <= 1e9 kg, |inertia| <= 1e12
         kg m², |mimic multiplier|, |offset| <= 1e6, |gravity| <= 1e4 m/s² per
         component, damping and friction <= 1e9), and for ``floating_base=True``
@@ -120,60 +144,60 @@ class Model:
 
     # ---------------------------------------------------------------- sizes
     @property
-    def nq(self):
+    def nq(self) -> int:
         return self._nq
 
     @property
-    def nv(self):
+    def nv(self) -> int:
         return self._nv
 
     @property
-    def nbodies(self):
+    def nbodies(self) -> int:
         """Number of elementary moving bodies (planar joints count three)."""
         return int(self.mi[H_NB])
 
     @property
-    def mi(self):
+    def mi(self) -> NDArray[np.int64]:
         """The int64 view of ``md``: its integer entries (read-only; see layout.py)."""
         return self.md.view(np.int64)
 
     @property
-    def gravity(self):
+    def gravity(self) -> NDArray[np.float64]:
         return self.tree.gravity.copy()
 
     @property
-    def links(self):
+    def links(self) -> tuple[LinkPlacement, ...]:
         """Per link (``link_names`` order): its body and placement (``tree.links``)."""
         return self.tree.links
 
     # ---------------------------------------------------------------- lookup
-    def _joint(self, name):
+    def _joint(self, name: str) -> int:
         try:
             return self._joint_pos[name]
         except KeyError:
             raise ValueError(f"unknown joint {name!r}: the model's DOF joints are {list(self.joint_names)}") \
                 from None
 
-    def q_index(self, name):
+    def q_index(self, name: str) -> int:
         """Start index of joint ``name`` in q."""
         return self.idx_q[self._joint(name)]
 
-    def v_index(self, name):
+    def v_index(self, name: str) -> int:
         """Start index of joint ``name`` in v."""
         return self.idx_v[self._joint(name)]
 
-    def link_index(self, name):
+    def link_index(self, name: str) -> int:
         """Row of link ``name`` in ``f_ext``."""
         try:
             return self._link_pos[name]
         except KeyError:
             raise ValueError(f"unknown link {name!r}") from None
 
-    def close_links(self, name):
+    def close_links(self, name: object) -> list[str]:
         """Link names close to ``name`` (for error messages)."""
         return difflib.get_close_matches(str(name), self.link_names, n=5, cutoff=0.5)
 
-    def neutral(self):
+    def neutral(self) -> NDArray[np.float64]:
         """Neutral configuration: zeros, identity quaternion for free joints."""
         q = np.zeros(self.nq)
         for t, i in zip(self.joint_types, self.idx_q):
@@ -182,16 +206,16 @@ class Model:
         return q
 
     # ---------------------------------------------------------------- derived models
-    def with_gravity(self, gravity):
+    def with_gravity(self, gravity: ArrayLike) -> Model:
         """A copy of this model with another gravity vector (cheap)."""
         return self._derive(self.base_tree.replace(gravity=_vector3(gravity, "gravity")), self.payloads)
 
     @property
-    def armature(self):
+    def armature(self) -> NDArray[np.float64]:
         """(nv,) rotor inertia reflected to each DOF (read-only)."""
         return self.tree.armature
 
-    def with_armature(self, armature):
+    def with_armature(self, armature: ArrayLike | Mapping[str, float]) -> Model:
         """A copy of this model with another per-DOF armature (cheap).
 
         ``armature``: an (nv,) array in DOF order, or a dict {joint name: value}
@@ -206,14 +230,14 @@ class Model:
         (ValueError)."""
         return self._derive(self.base_tree.replace(armature=armature_vector(self, armature)), self.payloads)
 
-    def with_constraints(self, constraints):
+    def with_constraints(self, constraints: Iterable[Constraint]) -> Model:
         """A copy of this model whose ``constraints`` are ``constraints`` (a sequence of
         :class:`~rbd_ros.core.Constraint`, replacing the URDF's; cheap).  Raises
         ModelError naming a constraint with an unknown link, both frames fixed to the
         world, or a name used twice."""
         return replace(self, constraints=as_tuple(constraints), _tls=threading.local())
 
-    def with_payload(self, link, mass, com, inertia):
+    def with_payload(self, link: str, mass: float, com: ArrayLike, inertia: ArrayLike) -> Model:
         """A copy of this model with a rigid payload attached to URDF link ``link``.
 
         ``mass`` in kg (≥ 0), ``com`` the payload's centre of mass in the link
@@ -231,7 +255,7 @@ class Model:
         payloads[link] = entry
         return self._derive(self.base_tree, payloads)
 
-    def without_payload(self, link):
+    def without_payload(self, link: str) -> Model:
         """A copy of this model without the payload on ``link``: its numbers are
         exactly those of the model before the payload was attached.  ValueError
         if ``link`` carries none."""
@@ -241,7 +265,7 @@ class Model:
         del payloads[link]
         return self._derive(self.base_tree, payloads)
 
-    def _derive(self, base_tree, payloads):
+    def _derive(self, base_tree: KinematicTree, payloads: Mapping[str, tuple[Any, ...]]) -> Model:
         """A model sharing everything with this one but the payload-free tree
         ``base_tree`` (same structure) and ``payloads``."""
         mass = self.base_mass + sum(p[0] for p in payloads.values())
@@ -249,13 +273,13 @@ class Model:
                        mass=mass, _tls=threading.local())
 
     # ---------------------------------------------------------------- inertial parameters
-    def inertial_parameters(self):
+    def inertial_parameters(self) -> NDArray[np.float64]:
         """(nbodies, 10) per body [m, m cx, m cy, m cz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz]: inertia
         about the body frame's origin, body frame (Pinocchio's ``dynamicParameters``
         order), payloads included; ``inertial.body_link_names(model)`` names the rows."""
         return inertial.inertial_parameters(self)
 
-    def with_inertial_parameters(self, pi):
+    def with_inertial_parameters(self, pi: ArrayLike) -> Model:
         """A copy of this model whose bodies have exactly ``pi`` ((nbodies, 10), as
         :meth:`inertial_parameters` returns them): checked physically consistent
         (finite; m > 0 or an all-zero row; pseudo-inertia positive semi-definite),
@@ -263,7 +287,7 @@ class Model:
         payloads: theirs are part of ``pi``."""
         return inertial.with_inertial_parameters(self, pi)
 
-    def fext_map(self, frame):
+    def fext_map(self, frame: str) -> NDArray[np.float64]:
         """Matrix taking per-link wrenches (rows [f; tau], ``link_names`` order,
         flattened) to per-body spatial forces [n; f] for the kernels.  ``local``:
         link frame, moment about the link origin, mapped into the body frame;
@@ -293,14 +317,14 @@ class Model:
         return M
 
     # ---------------------------------------------------------------- internals
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "_joint_pos", {n: k for k, n in enumerate(self.joint_names)})
         object.__setattr__(self, "_link_pos", {n: k for k, n in enumerate(self.link_names)})
         object.__setattr__(self, "_fext_maps", {})
-        if self._topology is None:
-            object.__setattr__(self, "_topology", builder.topology(self.tree))
+        topology = builder.topology(self.tree) if self._topology is None else self._topology
+        object.__setattr__(self, "_topology", topology)
         # md_k: the packed vector the kernels take; md: a read-only view of it
-        md_k = np.array(builder.pack(self.tree, self._topology), dtype=np.float64)
+        md_k = np.array(builder.pack(self.tree, topology), dtype=np.float64)
         md = md_k.view()
         md.setflags(write=False)
         object.__setattr__(self, "md", md)
@@ -334,7 +358,7 @@ class Model:
         if self.base_mass is None:
             object.__setattr__(self, "base_mass", float(self.mass))
 
-    def workspace(self):
+    def workspace(self) -> NDArray[np.float64]:
         """This thread's scratch vector for the kernels (created on first use)."""
         try:
             return self._tls.ws
@@ -343,11 +367,11 @@ class Model:
             self._tls.ws = ws
             return ws
 
-    def __getstate__(self):
+    def __getstate__(self) -> Any:
         raise TypeError("Model is built from URDF; pickle the URDF text instead")
 
 
-def _vector3(x, name):
+def _vector3(x: ArrayLike, name: str) -> NDArray[np.float64]:
     g = real_array(x, name, "3 numbers")
     if g.shape != (3,):
         raise ValueError(f"{name}: expected 3 numbers, got {x!r}")
