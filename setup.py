@@ -62,8 +62,10 @@ setup(
     ],
     python_requires=">=3.10",
     # scipy: numba's np.linalg (LAPACK, in the compiled least squares of
-    # core/algorithms/contact.py) calls scipy's LAPACK bindings
-    install_requires=["numpy>=1.26", "numba>=0.62,<0.69", "scipy>=1.11", "urdf-parser-py>=0.0.4"],
+    # core/algorithms/contact.py) calls scipy's LAPACK bindings.  daqp: the QP solver of
+    # the contact friction cones (core/constraints/contacts.py; bench/RESULTS.md, "Issue 25")
+    install_requires=["numpy>=1.26", "numba>=0.62,<0.69", "scipy>=1.11", "urdf-parser-py>=0.0.4",
+                      "daqp>=0.11,<0.12"],
     extras_require={
         "test": ["pytest>=7", "pin==4.1.0", "example-robot-data==6.0.0", "mujoco==4.0.0", "hypothesis>=6.100",
                  "matplotlib==3.11.2", "ruff==0.17.6", "import-linter==2.17"] + IDENT,

@@ -20,6 +20,8 @@ ORACLES = {
                           "EXAMPLE_ROBOT_DATA_DIR; no rosdep key)",
     "mujoco": "MuJoCo (pip install mujoco; no rosdep key)",
     "hypothesis": "hypothesis (rosdep key python3-hypothesis, or pip install hypothesis)",
+    # not an oracle: the core's friction QP solver, a pip dependency without a rosdep key
+    "daqp": "DAQP, the QP solver of contacts with friction (pip install daqp; no rosdep key)",
 }
 
 # test files that use an oracle only in a subprocess, so no import of theirs fails here

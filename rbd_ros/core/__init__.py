@@ -22,6 +22,7 @@ ROS-free; depends on numpy, numba and urdf-parser-py only.
     traj = rbd.excitation_trajectory(model, 20.0)      # what to record for identify (scipy)
     qdd, lam = rbd.constrained_forward_dynamics(model, q, v, tau)   # closed loops (model.constraints)
     res = rbd.constrained_inverse_dynamics(model, q, v, a, actuated=["crank"])  # res.tau, res.lam
+    res = rbd.constrained_inverse_dynamics(model, q, v, a, feet, friction=0.7)  # contacts: res.feasible
     q = rbd.close_loops(model, q, fixed=["crank"])     # assemble: the passive joints closing the loops
 
 The algorithms are declared in ``registry.py``; their public functions are made
@@ -43,6 +44,7 @@ from .constraints.api import (
 )
 from .constraints.closure import close_loops, loop_velocity
 from .constraints.constraint import Constraint
+from .constraints.contacts import FrictionCone
 from .contact import CollisionDetector, external_wrench, external_wrench_into
 from .control_loop import compensation_into, dof_indices, friction
 from .excitation import excitation_trajectory
@@ -63,4 +65,5 @@ __all__ = ["Model", "ModelError", "ltdl", "ltdl_solve", "ltdl_unpack", "compensa
            "constraint_drift", "constraint_velocity",
            "constrained_forward_dynamics", "constrained_forward_dynamics_into", "constrained_inverse_dynamics",
            "constrained_inverse_dynamics_into", "ConstrainedForwardDynamics", "ConstrainedInverseDynamics",
+           "FrictionCone",
            *_PUBLIC]
