@@ -199,6 +199,8 @@ def least_norm(B, c, C, w):
     N = Vt[r:].T
     G, h = -Cs @ N, Cs @ mu0                       # G z >= h
     n = N.shape[1]
+    if C.shape[0] == 0 or n == 0:                  # no cone, or a single λ: mu0 (if in the cones)
+        return s * mu0 if np.all(h <= 1e-12 * max(1.0, np.max(np.abs(c)))) else None
     E = np.vstack([G.T, h[None, :]])
     e = np.zeros(n + 1)
     e[-1] = 1.0

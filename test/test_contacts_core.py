@@ -262,3 +262,25 @@ def test_bad_friction_arguments_are_named(solo):
         rbd.FrictionCone(float("nan"))
     # sentinel: the same call with good arguments answers
     assert cid(solo.model, q, z, z, cons, friction=[0.5, 0.5, 0.5, 0.5]).feasible
+
+
+def test_fewer_feet_rank_deficient_and_exactly_determined(solo):
+    """Two diagonal point feet (a trot stance: J_baseᵀ has rank 5, the roll about the
+    diagonal is free) and talos on one flat foot (exactly determined: the wrench is the
+    base's, its centre of pressure in the sole or not): the definitions hold either way."""
+    statuses = set()
+    trot = solo.contacts()[0::3]                        # FL_FOOT, HR_FOOT
+    for base in ([0.0] * 6, [1.0, 0.5, 0.0, 0.0, 0.0, 0.0]):
+        v, a = solo.motion(trot, base)
+        B = rbd.constraint_jacobian(solo.model, solo.q, trot)[:, :6].T
+        assert np.linalg.matrix_rank(B) == 5
+        for mu in (0.8, None):
+            res = rbd.constrained_inverse_dynamics(solo.model, solo.q, v, a, trot, friction=mu)
+            statuses.add(check_solution(solo, solo.q, v, a, trot, [mu] * 2, res))
+    talos = Robot("talos_full_v2")
+    left = talos.contacts()[:1]
+    for base in ([0.0] * 6, [0.0, -3.0, 0.0, 0.0, 0.0, 0.0]):
+        v, a = talos.motion(left, base)
+        res = rbd.constrained_inverse_dynamics(talos.model, talos.q, v, a, left, friction=talos.friction(0.6))
+        statuses.add(check_solution(talos, talos.q, v, a, left, [talos.friction(0.6)], res))
+    assert "infeasible" in statuses

@@ -208,18 +208,19 @@ def _cid(model, cs, q, v, a, passive, active, scale, tau, lam, info, spec, solve
     tol = contacts.FEAS_TOL * max(1.0, info[4])
     status, solver_status = "no cone active", "not run"
     if spec is not None and spec.any:
-        C, work = spec.buffers()
-        if cone_rows(cs.ci_k, cws, spec.fi, spec.ff, C, lam, work) > 0.0:
-            B, c = np.empty((passive.shape[0], cs.m)), np.empty(passive.shape[0])
-            passive_system(cs.ci_k, cws, passive, B, c)
-            sol, feasible, violation, status, solver_status = contacts.solve(B, c, C, 1.0 / (scale * scale),
+        npas = passive.shape[0]
+        A, bu, bl, sense, work = spec.qp_buffers(npas)
+        if cone_rows(cs.ci_k, cws, spec.fi, spec.ff, A[npas:], lam, work) > 0.0:
+            passive_system(cs.ci_k, cws, passive, A[:npas], bu[:npas])
+            bl[:npas] = bu[:npas]
+            H, f0 = spec.hessian(scale)
+            sol, feasible, violation, status, solver_status = contacts.solve(A, bu, bl, sense, npas, H, f0,
                                                                              int(info[2]))
             lam[:] = sol
             actuator_torques(cs.ci_k, cws, active, lam, tau)
-            info[0] = np.linalg.norm(B @ lam - c)
+            r = A[:npas] @ lam - bu[:npas]
+            info[0] = np.sqrt(r @ r)
             info[5], info[6] = float(feasible), violation
-            if feasible:
-                status = "cone active"
             if not (np.all(np.isfinite(tau)) and np.all(np.isfinite(lam))):
                 check(BAD_RESULT, "a", args=(("q", q), ("v", v), ("a", a)))
             return status, solver_status

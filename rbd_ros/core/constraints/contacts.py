@@ -86,20 +86,46 @@ class FrictionCone:
 class FrictionSpec:
     """The cones of one constraint set and friction argument, packed for ``cones.cone_rows``:
     ``fi`` (int64, FI_N per constraint: kind, first row, rows), ``ff`` (FF_N: μ/√2, X, Y),
-    ``rows``; per thread a C buffer (rows x m) and 18 scratch entries."""
+    ``rows``.  Per thread and number of passive DOFs n, the QP's buffers (``qp_buffers``):
+    A ((n + rows) x m: J_Pᵀ then the cone rows C), its bounds and constraint kinds, and
+    18 scratch entries; per weights, the Hessian (``hessian``)."""
 
     def __init__(self, fi, ff, rows, m):
         self.fi, self.ff, self.rows, self.m = fi, ff, rows, m
         self.any = rows > 0
         self._tls = threading.local()
+        self._hessians = {}
 
-    def buffers(self):
+    def qp_buffers(self, n):
+        """(A, bu, bl, sense, work) for n equality rows (this thread's, made once)."""
         try:
-            return self._tls.bufs
+            per = self._tls.bufs
         except AttributeError:
-            bufs = (np.zeros((self.rows, self.m)), np.zeros(18))
-            self._tls.bufs = bufs
-            return bufs
+            per = self._tls.bufs = {}
+        try:
+            return per[n]
+        except KeyError:
+            pass
+        ni = self.rows
+        sense = np.zeros(n + ni, dtype=np.int32)
+        sense[:n] = 5                                       # DAQP: an equality
+        bufs = (np.zeros((n + ni, self.m)), np.zeros(n + ni), np.r_[np.zeros(n), np.full(ni, -1e30)], sense,
+                np.zeros(18))
+        per[n] = bufs
+        return bufs
+
+    def hessian(self, scale):
+        """(diag(w), 0) of the weights w = 1/scale² (``scale``: the actuation's cached array)."""
+        try:
+            kept, H, f = self._hessians[id(scale)]
+            if kept is scale:
+                return H, f
+        except KeyError:
+            pass
+        H, f = np.diag(1.0 / (scale * scale)), np.zeros(self.m)
+        if len(self._hessians) < 16:
+            self._hessians[id(scale)] = (scale, H, f)
+        return H, f
 
 
 def _entry(x, k, c):
@@ -203,16 +229,13 @@ def _equalities(B, c, rank):
     return U[:, :r].T @ B, U[:, :r].T @ c
 
 
-def _qp(w, B, c, C, tol):
-    """min ½ λᵀ diag(w) λ s.t. B λ = c, C λ <= 0 (DAQP).  (λ, exit flag)."""
-    m = w.shape[0]
+def _qp(H, f, B, c, C, tol):
+    """min ½ λᵀ H λ s.t. B λ = c, C λ <= 0 (DAQP).  (λ, exit flag)."""
     ne, ni = B.shape[0], C.shape[0]
-    A = np.concatenate((B, C))
-    bu = np.concatenate((c, np.zeros(ni)))
-    bl = np.concatenate((c, np.full(ni, -1e30)))
     sense = np.zeros(ne + ni, dtype=np.int32)
     sense[:ne] = 5                                   # equality
-    x, _, flag, _ = daqp.solve(np.diag(w), np.zeros(m), A, bu, bl, sense, primal_tol=tol)
+    x, _, flag, _ = daqp.solve(H, f, np.concatenate((B, C)), np.concatenate((c, np.zeros(ni))),
+                               np.concatenate((c, np.full(ni, -1e30))), sense, primal_tol=tol)
     return np.asarray(x, dtype=float), flag
 
 
@@ -224,19 +247,27 @@ def _least_residual(B, c, C, tol):
     return np.asarray(x, dtype=float), flag
 
 
-def solve(B, c, C, w, rank):
-    """λ of the friction QP (module docstring) for the unactuated equations B λ = c
-    (B = J_Pᵀ, rank ``rank``), cones C λ <= 0 and weights w.  Returns (λ, feasible,
-    violation = ‖B λ − c‖ when infeasible else 0, status, solver_status); raises
-    ValueError when DAQP fails on the least-residual problem itself."""
-    scale = max(1.0, float(np.max(np.abs(c))) if c.size else 1.0)
+def _norm(x):
+    return math.sqrt(float(x @ x))
+
+
+def solve(A, bu, bl, sense, ne, H, f, rank):
+    """λ of the friction QP (module docstring).  ``A`` = [B; C] with B = J_Pᵀ (``ne`` rows,
+    rank ``rank``) and C the cone rows; ``bu``, ``bl``, ``sense`` DAQP's bounds and kinds
+    for them (bu[:ne] = bl[:ne] = c = f_P, the cones' bu 0); ``H`` = diag(w), ``f`` = 0.
+    Returns (λ, feasible, violation = ‖B λ − c‖ when infeasible else 0, status,
+    solver_status); raises ValueError when DAQP fails on the least-residual problem."""
+    B, c, C = A[:ne], bu[:ne], A[ne:]
+    scale = max(1.0, float(np.max(np.abs(c)))) if ne else 1.0
     tol = PRIMAL_TOL * scale
-    Be, ce = _equalities(B, c, rank)
-    lam, flag = _qp(w, Be, ce, C, tol)
-    if flag == 1:
-        res = float(np.linalg.norm(B @ lam - c))
-        if res <= FEAS_TOL * scale:
-            return lam, True, 0.0, "optimal", _flag(flag)
+    if rank >= ne:
+        lam, _, flag, _ = daqp.solve(H, f, A, bu, bl, sense, primal_tol=tol)
+        lam = np.asarray(lam, dtype=float)
+    else:
+        Be, ce = _equalities(B, c, rank)
+        lam, flag = _qp(H, f, Be, ce, C, tol)
+    if flag == 1 and _norm(B @ lam - c) <= FEAS_TOL * scale:
+        return lam, True, 0.0, "cone active", _flag(flag)
     # no λ inside the cones satisfies the equations (or DAQP did not say optimal):
     # the least residual, then the least ‖λ‖_W reaching it
     lam1, flag1 = _least_residual(B, c, C, tol)
@@ -244,16 +275,16 @@ def solve(B, c, C, w, rank):
         raise ValueError(f"constrained_inverse_dynamics: the friction QP failed ({_flag(flag)}; least "
                          f"residual: {_flag(flag1)})")
     reached = B @ lam1
-    violation = float(np.linalg.norm(reached - c))
+    violation = _norm(reached - c)
     Be, ce = _equalities(B, reached, rank)
-    lam2, flag2 = _qp(w, Be, ce, C, tol)
+    lam2, flag2 = _qp(H, f, Be, ce, C, tol)
     status = _flag(flag2)
-    if flag2 == 1 and float(np.linalg.norm(B @ lam2 - reached)) <= FEAS_TOL * scale:
+    if flag2 == 1 and _norm(B @ lam2 - reached) <= FEAS_TOL * scale:
         lam1 = lam2
     else:
         status = f"{_flag(flag1)}; least norm: {status} (the least-residual λ is returned)"
     feasible = violation <= FEAS_TOL * scale
-    return lam1, feasible, 0.0 if feasible else violation, "optimal" if feasible else "infeasible", status
+    return lam1, feasible, 0.0 if feasible else violation, "cone active" if feasible else "infeasible", status
 
 
 __all__ = ["FrictionCone", "FrictionSpec", "friction_spec", "check_solver", "solve"]
