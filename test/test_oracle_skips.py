@@ -127,7 +127,7 @@ def test_oracles_missing_while_tests_run(hider, tmp_path, require):
 # module -> rosdep key, for what the tests import
 ROSDEP_KEY = {"numpy": "python3-numpy", "numba": "python3-numba", "yaml": "python3-yaml",
               "pytest": "python3-pytest", "hypothesis": "python3-hypothesis", "pinocchio": "pinocchio",
-              "urdf_parser_py": "urdfdom_py"}
+              "urdf_parser_py": "urdfdom_py", "scipy": "python3-scipy"}
 
 
 def test_package_xml_declares_every_test_import_that_has_a_rosdep_key():
