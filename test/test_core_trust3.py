@@ -169,9 +169,18 @@ def test_every_core_function_raises_type_error_for_a_non_model():
             "external_wrench_into": (q, z, "panda_hand", "local", np.empty(6)),
             "identify": (q[None], z[None], z[None], z[None]),
             "identify_payload": ("panda_hand", q[None], z[None], z[None], z[None]),
-            "excitation_trajectory": (10.0,)}
-    names = [n for n in rbd.__all__ if callable(getattr(rbd, n)) and n not in ("Model", "ModelError",
-                                                                                  "ltdl_unpack", "CollisionDetector")]
+            "excitation_trajectory": (10.0,),
+            # constraints (issues 24, 25): none given, the model's own (none for the panda)
+            "constraint_error": (q,), "constraint_jacobian": (q,), "constraint_drift": (q, z),
+            "constraint_velocity": (q, z), "constrained_forward_dynamics": (q, z, z),
+            "constrained_forward_dynamics_into": (q, z, z, (), np.empty(m.nv), np.empty(0)),
+            "constrained_inverse_dynamics": (q, z, z),
+            "constrained_inverse_dynamics_into": (q, z, z, (), np.empty(m.nv), np.empty(0)),
+            "close_loops": (q,), "loop_velocity": (q, z)}
+    # classes that take no model: a constraint, a friction cone, the constrained results
+    no_model = ("Model", "ModelError", "ltdl_unpack", "CollisionDetector", "Constraint", "FrictionCone",
+                "ConstrainedForwardDynamics", "ConstrainedInverseDynamics")
+    names = [n for n in rbd.__all__ if callable(getattr(rbd, n)) and n not in no_model]
     assert {"friction", "rnea", "rnea_into", "crba", "aba_into", "compensation_into"} <= set(names)
     for name in names:
         if name in args:
