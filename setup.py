@@ -63,8 +63,10 @@ setup(
     ],
     python_requires=">=3.10",
     # scipy: numba's np.linalg (LAPACK, in the compiled least squares of
-    # core/algorithms/contact.py) calls scipy's LAPACK bindings
-    install_requires=["numpy>=1.26", "numba>=0.62,<0.69", "scipy>=1.11", "urdf-parser-py>=0.0.4"],
+    # core/algorithms/contact.py) calls scipy's LAPACK bindings.  daqp: the QP solver of
+    # the contact friction cones (core/constraints/contacts.py; bench/RESULTS.md, "Issue 25")
+    install_requires=["numpy>=1.26", "numba>=0.62,<0.69", "scipy>=1.11", "urdf-parser-py>=0.0.4",
+                      "daqp>=0.11,<0.12"],
     extras_require={
         # toppra: the reference TOPP-RA rbd.retime is checked against (a test oracle only:
         # rbd.retime runs its own compiled reachability pass)

@@ -26,6 +26,8 @@ ORACLES = {
     "importlinter": "import-linter, the import layer check (pip install import-linter; no rosdep key)",
     "toppra": "toppra, the reference TOPP-RA for rbd.retime (pip install toppra; no rosdep key "
               "but the pip-only python3-toppra-pip)",
+    # not an oracle: the core's friction QP solver, a pip dependency without a rosdep key
+    "daqp": "DAQP, the QP solver of contacts with friction (pip install daqp; no rosdep key)",
 }
 
 # test files that use an oracle only in a subprocess, so no import of theirs fails here

@@ -379,7 +379,7 @@ def test_every_core_function_raises_type_error_for_a_non_model(orc):
             "constrained_inverse_dynamics_into": (q, z, z, (), np.empty(m.nv), np.empty(0))}
     names = [n for n in rbd.__all__ if callable(getattr(rbd, n)) and n not in (
         "Model", "ModelError", "ltdl_unpack", "CollisionDetector", "RetimeResult", "PayloadCapacity",
-        "Constraint", "ConstrainedForwardDynamics", "ConstrainedInverseDynamics")]
+        "Constraint", "FrictionCone", "ConstrainedForwardDynamics", "ConstrainedInverseDynamics")]
     assert {"friction", "rnea", "rnea_into", "crba", "aba_into", "compensation_into"} <= set(names)
     for name in names:
         if name in args:

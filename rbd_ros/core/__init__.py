@@ -24,6 +24,7 @@ ROS-free; depends on numpy, numba and urdf-parser-py only.
     cap = rbd.payload_capacity(model, "tool", q)       # the heaviest payload within the effort limits
     qdd, lam = rbd.constrained_forward_dynamics(model, q, v, tau)   # closed loops (model.constraints)
     res = rbd.constrained_inverse_dynamics(model, q, v, a, actuated=["crank"])  # res.tau, res.lam
+    res = rbd.constrained_inverse_dynamics(model, q, v, a, feet, friction=0.7)  # contacts: res.feasible
     q = rbd.close_loops(model, q, fixed=["crank"])     # assemble: the passive joints closing the loops
 
 The algorithms are declared in ``calls/registry.py``; their public functions are
@@ -77,6 +78,7 @@ from .constraints.api import (
     constraint_velocity,
 )
 from .constraints.closure import close_loops, loop_velocity
+from .constraints.contacts import FrictionCone
 from .estimation.contact import CollisionDetector, external_wrench, external_wrench_into
 from .estimation.excitation import excitation_trajectory
 from .estimation.identification import identify
@@ -103,6 +105,7 @@ __all__ = [
     "constraint_drift", "constraint_velocity",
     "constrained_forward_dynamics", "constrained_forward_dynamics_into", "constrained_inverse_dynamics",
     "constrained_inverse_dynamics_into", "ConstrainedForwardDynamics", "ConstrainedInverseDynamics",
+    "FrictionCone",
     # planners (planning/)
     "retime", "RetimeResult", "payload_capacity", "PayloadCapacity",
 ]

@@ -12,8 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..algorithms.common import BAD_RESULT
 from ..model.checks import real_number
+from . import contacts
 from .args import check, describe, not_model, out_array, vec
+from .cones import actuator_torques, cone_rows, passive_system
 from .dynamics import cfd_into, cid_into, kinematics_k
 from .packing import constraint_set
 
@@ -44,18 +47,29 @@ class ConstrainedInverseDynamics:
 
     ``tau`` (nv): actuator torques, 0 on the unactuated DOFs; ``lam`` (m): constraint
     forces (frame a's axes); ``residual``: ‖Sᵀτ + Jᵀλ − (M a + b)‖ (0 up to rounding
-    unless over-determined); ``acceleration_residual``: ‖J a + γ‖, how far ``a`` is from
-    an acceleration the constraints allow (τ and λ realise ``a`` in the tree's
-    equations whatever it is); ``rank``: the rank of the passive DOFs' constraint
+    unless no admissible λ realises ``a``); ``acceleration_residual``: ‖J a + γ‖, how far
+    ``a`` is from an acceleration the constraints allow (τ and λ realise ``a`` in the
+    tree's equations whatever it is); ``rank``: the rank of the passive DOFs' constraint
     block J_Pᵀ (W-scaled); ``cond``: an estimate of its condition number (the ratio of
     the pivoted QR's extreme diagonal entries; inf when no row is passive or J_P is 0).
-    Actuator torques grow like ``cond`` near a singular configuration."""
+    Actuator torques grow like ``cond`` near a singular configuration.
+
+    ``feasible``: some λ (inside the friction cones, with friction) satisfies the
+    unactuated DOFs' equations J_Pᵀ λ = (M a + b)_P, to 1e-9 relative; ``violation``: 0
+    then, else the least residual ‖J_Pᵀ λ − (M a + b)_P‖ over the admissible λ, which
+    ``lam`` attains (N, N m); ``status``: "no cone active" (the friction-free least-norm
+    solution, exact), "cone active" (the friction QP's solution) or "infeasible";
+    ``solver_status``: the QP solver's exit ("not run" when it was not needed)."""
     tau: np.ndarray
     lam: np.ndarray
     residual: float
     acceleration_residual: float
     rank: int
     cond: float
+    feasible: bool = True
+    violation: float = 0.0
+    status: str = "no cone active"
+    solver_status: str = "not run"
 
 
 def _q(model, q):
@@ -183,7 +197,52 @@ def constrained_forward_dynamics_into(model, q, v, tau, constraints, qdd, lam, *
         _fd_check(st, model, q, v, tau)
 
 
-def constrained_inverse_dynamics(model, q, v, a, constraints=None, *, actuated=None, weights=None):
+def _cid(model, cs, q, v, a, passive, active, scale, tau, lam, info, spec, solver):
+    """Constrained ID into tau, lam, info (7: residual, acceleration residual, rank, cond,
+    max |f_P|, feasible, violation); returns (status, solver_status)."""
+    cws = cs.workspace()
+    st = cid_into(model.md_k, model.workspace(), cs.ci_k, cs.cf_k, cws, q, v, a, passive, active, scale, tau,
+                  lam, info)
+    if st:
+        check(st, "a", args=(("q", q), ("v", v), ("a", a)))
+    tol = contacts.FEAS_TOL * max(1.0, info[4])
+    status, solver_status = "no cone active", "not run"
+    if spec is not None and spec.any:
+        npas = passive.shape[0]
+        A, bu, bl, sense, work = spec.qp_buffers(npas)
+        if cone_rows(cs.ci_k, cws, spec.fi, spec.ff, A[npas:], lam, work) > 0.0:
+            passive_system(cs.ci_k, cws, passive, A[:npas], bu[:npas])
+            bl[:npas] = bu[:npas]
+            H, f0 = spec.hessian(scale)
+            sol, feasible, violation, status, solver_status = contacts.solve(A, bu, bl, sense, npas, H, f0,
+                                                                             int(info[2]))
+            lam[:] = sol
+            actuator_torques(cs.ci_k, cws, active, lam, tau)
+            r = A[:npas] @ lam - bu[:npas]
+            info[0] = np.sqrt(r @ r)
+            info[5], info[6] = float(feasible), violation
+            if not (np.all(np.isfinite(tau)) and np.all(np.isfinite(lam))):
+                check(BAD_RESULT, "a", args=(("q", q), ("v", v), ("a", a)))
+            return status, solver_status
+    feasible = info[0] <= tol
+    info[5], info[6] = float(feasible), 0.0 if feasible else info[0]
+    return ("no cone active" if feasible else "infeasible"), solver_status
+
+
+def _friction(model, cs, friction, solver):
+    """The packed cones of ``friction`` (None without), the solver checked."""
+    if friction is None:
+        if solver is not None:
+            contacts.check_solver(solver)
+        return None
+    spec = contacts.friction_spec(cs, friction, len(cs.constraints) - len(model.constraints))
+    if spec.any or solver is not None:
+        contacts.check_solver(solver)
+    return spec
+
+
+def constrained_inverse_dynamics(model, q, v, a, constraints=None, *, actuated=None, weights=None, friction=None,
+                                 solver=None):
     """Actuator torques τ and constraint forces λ with M a + b = Sᵀτ + Jᵀλ.
 
     ``actuated``: the joint names with actuators (default every joint; a floating base
@@ -194,26 +253,43 @@ def constrained_inverse_dynamics(model, q, v, a, constraints=None, *, actuated=N
     squares, ``.residual`` > 0; under-determined (redundant actuation or constraints):
     the least-‖λ‖_W solution.  ``a`` should satisfy J a + γ = 0 (``.acceleration_residual``
     says by how much it does not; τ and λ realise ``a`` in the tree's equations
-    whatever it is).  Returns :class:`ConstrainedInverseDynamics`."""
+    whatever it is).
+
+    ``friction`` (contacts, doc/contacts.md): None (every constraint bilateral), one
+    friction coefficient μ >= 0 or :class:`FrictionCone` for every constraint passed,
+    or a sequence with one entry per constraint passed (a μ, a FrictionCone, or None:
+    bilateral); the model's own loop closures stay bilateral.  A constraint with
+    friction is a unilateral contact: point (mask 1 1 1 0 0 0) or flat (all six, with
+    ``FrictionCone(mu, sole_size=(length, width))``); its force stays inside the friction
+    pyramid (normal: frame b's z), a flat one's wrench inside its sole's contact wrench
+    cone.  The same objective then holds over the λ inside the cones: when the
+    friction-free solution is inside them it is the answer, exactly; otherwise the QP
+    solver ``solver`` (None: "daqp", the only one) finds it.  When no λ inside the
+    cones realises the motion, ``.feasible`` is False and λ is the admissible one of
+    least residual (``.violation``).  Returns :class:`ConstrainedInverseDynamics`."""
     cs = _set(model, constraints)
+    spec = _friction(model, cs, friction, solver)
     passive, active, scale = cs.actuation(model, actuated, weights)
     q = _q(model, q)
     v = _v(model, v, "v")
     a = _v(model, a, "a")
-    tau, lam, info = np.empty(model.nv), np.empty(cs.m), np.empty(4)
-    st = cid_into(model.md_k, model.workspace(), cs.ci_k, cs.cf_k, cs.workspace(), q, v, a, passive, active,
-                  scale, tau, lam, info)
-    check(st, "a", args=(("q", q), ("v", v), ("a", a)))
-    return ConstrainedInverseDynamics(tau, lam, float(info[0]), float(info[1]), int(info[2]), float(info[3]))
+    tau, lam, info = np.empty(model.nv), np.empty(cs.m), np.zeros(7)
+    status, solver_status = _cid(model, cs, q, v, a, passive, active, scale, tau, lam, info, spec, solver)
+    return ConstrainedInverseDynamics(tau, lam, float(info[0]), float(info[1]), int(info[2]), float(info[3]),
+                                      bool(info[5]), float(info[6]), status, solver_status)
 
 
 def constrained_inverse_dynamics_into(model, q, v, a, constraints, tau, lam, *, actuated=None, weights=None,
-                                      info=None):
+                                      info=None, friction=None, solver=None):
     """:func:`constrained_inverse_dynamics` into preallocated float64 arrays ``tau`` (nv)
-    and ``lam`` (m); ``info`` (4, optional): [residual, acceleration_residual, rank, cond].
+    and ``lam`` (m); ``info`` (optional, 4 or 7 entries): [residual, acceleration_residual,
+    rank, cond] and with 7: [..., max |(M a + b)_P|, 1.0 if feasible else 0.0, violation].
     Returns the residual.  Allocates nothing for plain float64 q, v, a once the
-    constraint set and the ``actuated``/``weights`` pair were seen (both cached)."""
+    constraint set, the ``actuated``/``weights`` pair and ``friction`` were seen (all
+    cached; pass tuples) -- with friction, as long as no cone is active (the QP
+    allocates)."""
     cs = _set(model, constraints)
+    spec = _friction(model, cs, friction, solver) if friction is not None or solver is not None else None
     passive, active, scale = cs.actuation(model, actuated, weights)
     nv = model.nv
     q = q if _plain(q, model.nq) else _q(model, q)
@@ -221,12 +297,10 @@ def constrained_inverse_dynamics_into(model, q, v, a, constraints, tau, lam, *, 
     a = a if _plain(a, nv) else _v(model, a, "a")
     tau = out_array(tau, nv, "tau")
     lam = out_array(lam, cs.m, "lam")
-    if info is None:
-        info = cs.info_buffer()
-    else:
-        info = out_array(info, 4, "info")
-    st = cid_into(model.md_k, model.workspace(), cs.ci_k, cs.cf_k, cs.workspace(), q, v, a, passive, active,
-                  scale, tau, lam, info)
-    if st:
-        check(st, "a", args=(("q", q), ("v", v), ("a", a)))
-    return info[0]
+    buf = cs.info_buffer()
+    if info is not None:
+        info = out_array(info, 7 if getattr(info, "size", 0) == 7 else 4, "info (4 or 7 entries)")
+    _cid(model, cs, q, v, a, passive, active, scale, tau, lam, buf, spec, solver)
+    if info is not None:
+        info[:info.size] = buf[:info.size]
+    return buf[0]

@@ -193,7 +193,8 @@ def cfd_into(md, ws, ci, cf, cws, q, v, tau, kp, kd, eps, qdd, lam, info):
 def cid_into(md, ws, ci, cf, cws, q, v, a, passive, active, scale, tau, lam, info):
     """Constrained inverse dynamics (module docstring) into ``tau`` (nv; 0 on the passive
     DOFs) and ``lam`` (m).  info: [‖Sᵀτ + Jᵀλ − (M a + b)‖, ‖J a + γ‖, rank of J_Pᵀ,
-    its condition estimate (solve.lstsq_min_norm)]."""
+    its condition estimate (solve.lstsq_min_norm)] and, if it has a fifth entry,
+    max |(M a + b)_P| (the scale of the passive equations)."""
     mi = md.view(np.int64)
     nv = mi[H_NV]
     m = ci[CI_M]
@@ -230,9 +231,11 @@ def cid_into(md, ws, ci, cf, cws, q, v, a, passive, active, scale, tau, lam, inf
         acc2 += acc * acc
     B = cws[co[O_B]:co[O_B] + npas * m].reshape((npas, m))
     c = cws[co[O_C]:co[O_C] + max(npas, m)]
+    fmax = 0.0
     for i in range(npas):
         p = passive[i]
         c[i] = f[p]
+        fmax = max(fmax, abs(f[p]))
         for r in range(m):
             B[i, r] = cws[oj + r * nv + p] * scale[r]
     mu = cws[co[O_R]:co[O_R] + m]
@@ -253,6 +256,8 @@ def cid_into(md, ws, ci, cf, cws, q, v, a, passive, active, scale, tau, lam, inf
     info[1] = np.sqrt(acc2)
     info[2] = sol[1]
     info[3] = sol[2]
+    if info.shape[0] > 4:
+        info[4] = fmax
     if not (all_finite(tau) and all_finite(lam)):
         return BAD_RESULT
     return OK

@@ -72,6 +72,7 @@ class ConstraintSet:
         self.size = int(offsets(nc, r, model.nv)[O_END])
         self._tls = threading.local()
         self._actuation = {}
+        self._friction = {}         # friction argument -> contacts.FrictionSpec
 
     def workspace(self):
         """This thread's workspace (created on first use)."""
@@ -83,11 +84,11 @@ class ConstraintSet:
             return cws
 
     def info_buffer(self):
-        """This thread's 4-entry scratch for the ``_into`` functions' info."""
+        """This thread's 7-entry scratch for the ``_into`` functions' info."""
         try:
             return self._tls.info
         except AttributeError:
-            info = np.zeros(4)
+            info = np.zeros(7)
             self._tls.info = info
             return info
 
