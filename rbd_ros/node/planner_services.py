@@ -239,10 +239,10 @@ def payload_capacity(rt, req, resp, held=None):
     except HeldStateError as e:
         return _fail(resp, str(e))
     except (BadRequest, ValueError) as e:
-        text = _core_error(e)
-        if text.startswith("effort_limits: no joint"):
-            text = "link:" + text[len("effort_limits:"):]
-        return _fail(resp, text)
+        text = str(e)
+        if text.startswith("effort_limits: no joint"):        # the link is what to change
+            return _fail(resp, "link:" + text[len("effort_limits:"):])
+        return _fail(resp, _core_error(e))
     resp.mass = float(cap.mass)
     resp.limiting_joint = cap.limiting_joint
     resp.limiting_point = int(cap.limiting_sample)
