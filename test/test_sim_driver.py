@@ -233,31 +233,46 @@ def test_robot_description_published(sim, client):
 
 
 def test_joint_subset_order_and_publish_rate(client):
-    """joints = a subset in another order: states and commands use it; publish_rate thins the states."""
+    """joints = a subset in another order: states and commands use it (a command may name
+    them in any order); publish_rate thins the states (lock-step: the stamps of the
+    published states are exactly 10 steps apart).  The driver runs in this process."""
+    import rclpy
+    from rclpy.context import Context
+
+    from rbd_ros.sim.simulator import SimDriver
     ns = unique_ns("simsub")
-    args = ["-p", "urdf_file:=rbd_arm7", "-p", "joints:=['joint7', 'joint2']",
-            "-p", "initial_positions:=[0.3, 0.6]", "-p", "publish_rate:=100.0"]
-    proc = NodeProcess(ns, extra_args=args, module_args=("-m", "rbd_ros.sim"))
+    ctx = Context()
+    rclpy.init(context=ctx, args=["x"])
+    drv = SimDriver(context=ctx, cli_args=[
+        "--ros-args", "-r", f"__ns:=/{ns}", "-p", "urdf_file:=rbd_arm7", "-p", "joints:=['joint7', 'joint2']",
+        "-p", "initial_positions:=[0.3, 0.6]", "-p", "publish_rate:=100.0", "-p", "lock_step:=true"])
+    th = threading.Thread(target=drv.run, daemon=True)
     try:
         from rclpy.qos import QoSProfile, ReliabilityPolicy
         rec = client.record(JointState, f"/{ns}/joint_states",
                             QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
-        pub = client.publisher(Float64MultiArray, f"/{ns}/effort_command")
-        assert wait_for(lambda: rec.count() > 5, timeout=30), proc.log()
-        first = rec.snapshot()[0][0]
-        assert list(first.name) == ["joint7", "joint2"]
-        n0 = rec.count()
-        time.sleep(0.6)
-        msgs = rec.snapshot()[0][n0:]
-        stamps = np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in msgs])
-        rate = (len(stamps) - 1) / (stamps[-1] - stamps[0])
-        print(f"publish_rate 100: {rate:.1f} Hz")
-        assert 80 < rate < 105
-        cmd = [0.25, -3.5]
-        assert wait_for(lambda: (pub.publish(Float64MultiArray(data=cmd)) or
-                                 np.array_equal(rec.latest().effort, cmd)), timeout=5, period=0.02)
+        pub = client.publisher(JointState, f"/{ns}/effort_command_state")
+        th.start()
+        assert wait_for(lambda: rec.count() > 5, timeout=30)
+        msgs = rec.snapshot()[0]
+        assert all(list(m.name) == ["joint7", "joint2"] for m in msgs)
+        assert np.all(np.diff([_ns_stamp(m) for m in msgs]) == 10_000_000)     # 100 Hz of 1 kHz
+        sent = np.array([-3.5, 0.25])                  # for joint2, joint7: the other order
+
+        def answered():
+            m = rec.latest()
+            if np.array_equal(m.effort, sent[::-1]):
+                return True
+            cmd = JointState(name=["joint2", "joint7"], effort=list(sent))
+            cmd.header.stamp = m.header.stamp           # answers the latest state
+            pub.publish(cmd)
+            return False
+        assert wait_for(answered, timeout=10, period=0.05)
     finally:
-        assert proc.stop() == 0, proc.log()
+        drv.stop()
+        th.join(10)
+        drv.destroy()
+        rclpy.shutdown(context=ctx)
 
 
 @pytest.mark.parametrize("args, message", [
