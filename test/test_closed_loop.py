@@ -92,6 +92,7 @@ def test_gravity_mode_holds_the_arm(loop):
 
 
 def test_computed_torque_tracks_a_trajectory(loop):
+    clamped = loop.clamped_steps()
     rms, emax, t0, t1 = demo_run.measure_tracking(loop, duration=TRAJ_S)
     t, Q, _, _ = loop.window(t0, t1)
     Qd = demo.reference_batch(t - t0, duration=TRAJ_S)[0]
@@ -102,9 +103,31 @@ def test_computed_torque_tracks_a_trajectory(loop):
     assert excursion > 0.1                      # the arm really had to move
     assert rms < TRACK_RMS_MAX, (rms, emax)
     assert emax < TRACK_ERR_MAX, (rms, emax)
+    assert loop.clamped_steps() == clamped                 # no actuator saturated
     # the arm comes back to q0 (the trajectory ends there)
     assert loop._wait(lambda: np.max(np.abs(_latest(loop, 20) - np.asarray(demo.Q0))) < 1e-3,
                       10, None), _latest(loop, 1) - np.asarray(demo.Q0)
+
+
+def test_saturation_is_counted_per_joint(loop):
+    """A 0.6 rad step of the shoulder's desired position asks for more than its 87 N m: the
+    node clips the command to the URDF limit (clamp_effort) and the driver, at the limit,
+    counts the steps per joint (ClosedLoop.clamped_steps): the shoulder's (the elbow's
+    too: H couples them), not the others'."""
+    q0 = np.asarray(demo.Q0)
+    before = loop.clamped_steps()
+    target = q0 + np.array([0.0, 0.6, 0.0, 0.0, 0.0, 0.0, 0.0])
+    loop.desired_fn = lambda t: (target, np.zeros(7), np.zeros(7))
+    try:
+        assert loop._wait(lambda: np.max(np.abs(_latest(loop, 20) - target)) < 0.01, 20, None)
+    finally:
+        loop.desired_fn = lambda t: demo.reference(0.0)
+        assert demo.settle(loop)
+    after = loop.clamped_steps()
+    grew = {j: after[j] - before[j] for j in after if after[j] != before[j]}
+    print(f"\nclamped steps during the step: {grew}")
+    assert grew.get("joint2", 0) > 10, grew
+    assert set(grew) <= {"joint2", "joint4", "any"} and grew["any"] >= max(grew.values()), grew
 
 
 def _latest(loop, n):

@@ -482,17 +482,95 @@ def test_lock_step_matches_commands_by_stamp_and_times_out(lloop, lsim, client):
         loop.set_law(_settle_law(Q0))
 
 
+def test_actuators_clamp_at_the_limits_and_count():
+    from rbd_ros.sim.actuators import Actuators
+    act = Actuators([10.0, 2.0, np.inf])
+    out = np.zeros(3)
+    act.apply([5.0, -2.5, 1e9], out)
+    assert out.tolist() == [5.0, -2.0, 1e9] and act.clamped.tolist() == [0, 1, 0] and act.clamped_steps == 1
+    act.apply([10.0, 1.0, 0.0], out)             # at the limit: saturated, counted
+    assert out.tolist() == [10.0, 1.0, 0.0] and act.clamped.tolist() == [1, 1, 0] and act.clamped_steps == 2
+    act.apply([1.0, 1.0, 1.0], out)
+    assert act.clamped_steps == 2
+    assert act.counts(["a", "b", "c"]) == {"clamped_steps": 2, "clamped_steps/a": 1, "clamped_steps/b": 1,
+                                           "clamped_steps/c": 0}
+    act.clamp = False
+    act.apply([50.0, -50.0, 0.0], out)
+    assert out.tolist() == [50.0, -50.0, 0.0] and act.clamped_steps == 2
+    for bad in ([1.0, 0.0], [np.nan], [-1.0]):
+        with pytest.raises(ValueError, match="effort limits"):
+            Actuators(bad)
+
+
+def test_lock_step_efforts_clamped_at_the_urdf_limits(lloop, lsim, client):
+    """A command beyond the URDF's limits (87 N m shoulder, 12 N m wrist) is applied clamped,
+    and /diagnostics counts the steps per joint; with clamp_effort off (at run time) it is
+    applied as sent."""
+    from types import SimpleNamespace
+
+    from ros_harness import set_params
+    proc, ns = lsim
+    loop = lloop
+    driver = SimpleNamespace(fqn=f"{ns}/sim_driver")
+    diag = client.record(DiagnosticArray, "/diagnostics")
+    fqn = f"{ns}/sim_driver"
+    loop.set_law(_settle_law(Q0))
+    assert wait_for(lambda: _diag(diag, fqn), timeout=5)
+    big = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 30.0, -40.0])  # joint6, joint7 beyond 12 N m
+
+    def law(q, v):
+        return _gravity_law(q, v) + big
+    d0 = _diag(diag, fqn)
+    t = time.monotonic()
+    loop.set_law(law)
+    assert wait_for(lambda: len(loop.since(t)) > 20, timeout=10)
+    loop.set_law(_settle_law(Q0))
+    with loop.lock:
+        sent = dict(loop.sent)
+    got = [s for s in loop.since(t)]
+    made = [(s, sent[a[5]]) for a, s in zip(got[:-1], got[1:]) if a[5] in sent]
+    assert len(made) > 20
+    limits = MODEL.effort_limit
+    assert all(np.array_equal(s[3], np.clip(cmd, -limits, limits)) for s, cmd in made)
+    n_over = np.sum([np.abs(cmd) >= limits for _, cmd in made], axis=0)
+    assert n_over[5] == n_over[6] == len(made) and n_over[:5].sum() == 0
+    assert wait_for(lambda: int(_diag(diag, fqn)["clamped_steps/joint7"])
+                    >= int(d0["clamped_steps/joint7"]) + n_over[6], timeout=5)
+    d = _diag(diag, fqn)
+    print("clamped steps:", {k: v for k, v in d.items() if k.startswith("clamped")})
+    assert all(int(d[f"clamped_steps/joint{i}"]) == int(d0[f"clamped_steps/joint{i}"]) for i in range(1, 6))
+    assert int(d["clamped_steps"]) >= int(d0["clamped_steps"]) + max(n_over)
+    # clamping off: applied as sent
+    assert set_params(client, driver, clamp_effort=False)[0].successful
+    try:
+        t = time.monotonic()
+        loop.set_law(law)
+        assert wait_for(lambda: any(np.abs(s[3][6]) > 12.0 for s in loop.since(t)), timeout=10)
+    finally:
+        loop.set_law(_settle_law(Q0))
+        assert set_params(client, driver, clamp_effort=True)[0].successful
+    assert not set_params(client, driver, clamp_effort=1.0)[0].successful
+
+
 def test_unstable_simulation_restarts_from_the_initial_pose(lloop, lsim, client):
+    from types import SimpleNamespace
+
+    from ros_harness import set_params
     proc, ns = lsim
     loop = lloop
     diag = client.record(DiagnosticArray, "/diagnostics")
     fqn = f"{ns}/sim_driver"
     assert wait_for(lambda: _diag(diag, fqn), timeout=5)
     assert int(_diag(diag, fqn)["sim_resets"]) == 0
+    driver = SimpleNamespace(fqn=fqn)
+    assert set_params(client, driver, clamp_effort=False)[0].successful     # (the limits would hold it)
     t = time.monotonic()
-    loop.set_law(lambda q, v: np.full(7, 1e12))              # finite, accepted, far too large
-    assert wait_for(lambda: int(_diag(diag, fqn)["sim_resets"]) > 0, timeout=5), _diag(diag, fqn)
-    loop.set_law(_gravity_law)
+    try:
+        loop.set_law(lambda q, v: np.full(7, 1e12))              # finite, accepted, far too large
+        assert wait_for(lambda: int(_diag(diag, fqn)["sim_resets"]) > 0, timeout=5), _diag(diag, fqn)
+    finally:
+        loop.set_law(_gravity_law)
+        assert set_params(client, driver, clamp_effort=True)[0].successful
     time.sleep(0.3)
     got = loop.since(t)
     assert all(np.all(np.isfinite(s[1])) and np.all(np.isfinite(s[2])) for s in got)

@@ -340,11 +340,23 @@ class ClosedLoop:
         """The driver's stall counters from a /diagnostics status received from now on
         (wait=True): commands gone stale, loop resyncs after a stall, MuJoCo resets,
         lock-step steps taken without their command (timeouts)."""
+        st = self._sim_status(wait)
+        return {k: int(st.get(k, 0)) for k in ("stale_periods", "resyncs", "sim_resets", "lock_step_timeouts")}
+
+    def clamped_steps(self, wait=True) -> dict:
+        """{joint: physics steps in which the driver clamped its effort at the limit} (and
+        "any": steps with at least one), from a /diagnostics status received from now on
+        (wait=True)."""
+        st = self._sim_status(wait)
+        out = {k.split("/", 1)[1]: int(v) for k, v in st.items() if k.startswith("clamped_steps/")}
+        out["any"] = int(st.get("clamped_steps", 0))
+        return out
+
+    def _sim_status(self, wait):
         if wait:
             t = time.monotonic()
             self._wait(lambda: self.sim_status and self.sim_status["_received"] > t, 5.0, None)
-        st = self.sim_status or {}
-        return {k: int(st.get(k, 0)) for k in ("stale_periods", "resyncs", "sim_resets", "lock_step_timeouts")}
+        return self.sim_status or {}
 
     def _stream(self):
         """Real time: desired states at desired_rate from desired_fn(wall time)."""

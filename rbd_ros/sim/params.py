@@ -25,6 +25,7 @@ class SimParams:
     lock_step: bool = False
     lock_step_timeout: float = 1.0
     diagnostics_period: float = 1.0
+    clamp_effort: bool = True
 
 
 def _finite_positive(name, x, unit):
@@ -67,6 +68,9 @@ def read_params(declare) -> SimParams:
         "this long (counted in /diagnostics as lock_step_timeouts; before the first command the "
         "state is sent again every 0.1 s, not counted); settable at run time", read_only=False))
     p.diagnostics_period = float(declare("diagnostics_period", 1.0, "s between /diagnostics"))
+    p.clamp_effort = bool(declare("clamp_effort", True, "clamp the applied efforts at the URDF's effort "
+                                  "limits (steps at or beyond a limit counted per joint in /diagnostics); "
+                                  "settable at run time", read_only=False))
     declare("wrench_duration", 1.0, "s; how long a wrench from ~/apply_wrench is applied "
             "(read when the message arrives; settable at run time)", read_only=False)
     if not (p.rate > 0 and math.isfinite(p.rate)):

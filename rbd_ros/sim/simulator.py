@@ -33,6 +33,9 @@ joint state it waits for the command stamped with that state's stamp, on
   taken while that is younger than ``command_timeout`` of simulated time, else
   with zero effort; before the first command it sends the state again every
   0.1 s (not counted);
+* applies the command through the actuators (:mod:`rbd_ros.sim.actuators`): clamped at
+  the URDF's effort limits (``clamp_effort``, on by default), every step at or beyond
+  a limit counted per joint (``clamped_steps/<joint>`` in ``/diagnostics``);
 * if MuJoCo finds a non-finite or huge acceleration (e.g. a command of
   1e12 N·m) it resets its state; the driver then restarts from the initial
   pose at rest, logs an error and counts ``sim_resets`` in ``/diagnostics``;
@@ -60,6 +63,7 @@ import time
 import numpy as np
 
 from rbd_ros.robots import read_description
+from rbd_ros.sim.actuators import Actuators
 from rbd_ros.sim.lockstep import CommandOrder, Handshake
 from rbd_ros.sim.params import read_params
 
@@ -146,7 +150,10 @@ class SimDriver:
                        "stale_periods": 0}
         self._warn_t = 0.0
         self._last_wrench_link = ""
-        self.applied = np.zeros(nj)
+        self.command = np.zeros(nj)          # the effort commanded now (or zero: none / stale)
+        self.applied = np.zeros(nj)          # what the actuators apply in a step (actuators.py)
+        vidx = [self.model.v_index(j) for j in self.joints]
+        self.actuators = Actuators(self.model.effort_limit[vidx], clamp=p.clamp_effort)
         self._stale = True
         self.last_stamp_ns = 0                # stamp of the latest joint state published
 
@@ -240,11 +247,16 @@ class SimDriver:
             self.node.get_logger().warning(f"effort command dropped: {text}")
 
     def _check_parameters(self, params):
-        """The run-time parameters: wrench_duration (read per message) and lock_step_timeout
-        (taken here); all or nothing."""
+        """The run-time parameters: wrench_duration (read per message), lock_step_timeout and
+        clamp_effort (taken here); all or nothing."""
         from rcl_interfaces.msg import SetParametersResult  # (rclpy imports: see __init__)
-        timeout = None
+        timeout = clamp = None
         for p in params:
+            if p.name == "clamp_effort":
+                if not isinstance(p.value, bool):
+                    return SetParametersResult(successful=False,
+                                               reason=f"clamp_effort: expected true or false, got {p.value!r}")
+                clamp = p.value
             if p.name in ("wrench_duration", "lock_step_timeout"):
                 x = p.value
                 if not (isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0):
@@ -254,6 +266,8 @@ class SimDriver:
                     timeout = float(x)
         if timeout is not None:
             self.lock_step_timeout = timeout
+        if clamp is not None:
+            self.actuators.clamp = clamp
         return SetParametersResult(successful=True)
 
     def _on_wrench(self, msg):
@@ -300,7 +314,8 @@ class SimDriver:
         mujoco = self._mujoco
         mjm, d = self.mjm, self.data
         dof, qadr = self.map.dof, self.map.qpos
-        applied, pos, vel, eff = self.applied, self._pos, self._vel, self._eff
+        command, applied, pos, vel, eff = self.command, self.applied, self._pos, self._vel, self._eff
+        actuate = self.actuators.apply
         clock = self.node.get_clock()
         pub = self.pub_js.publish
         js = self.js
@@ -348,10 +363,10 @@ class SimDriver:
                         # the command taken, else the last one while younger than command_timeout
                         # in simulated time, else zero effort
                         if held is not None and step_ns - held[1] <= timeout_ns:
-                            applied[:] = held[0]
+                            command[:] = held[0]
                             self._stale = False
                         elif not self._stale:
-                            applied[:] = 0.0
+                            command[:] = 0.0
                             self._stale = True
                             self.counts["stale_periods"] += 1
                     now = time.monotonic()
@@ -375,12 +390,13 @@ class SimDriver:
                     cmd = self._cmd
                     commanded = cmd is not None
                     if cmd is not None and now - cmd[1] <= timeout:
-                        applied[:] = cmd[0]
+                        command[:] = cmd[0]
                         self._stale = False
                     elif not self._stale:
-                        applied[:] = 0.0
+                        command[:] = 0.0
                         self._stale = True
                         self.counts["stale_periods"] += 1
+                actuate(command, applied)          # clamped at the effort limits, counted
                 d.qfrc_applied[dof] = applied
                 event = None
                 if commanded or not self.wait_for_command:
@@ -446,7 +462,8 @@ class SimDriver:
         values = {"model": self.model.name, "rate_hz": self.rate, "sim_time_s": self.data.time,
                   "state_stamp_s": repr(self.last_stamp_ns * 1e-9),
                   **self.stats, **self.counts, "command_stale": self._stale,
-                  "wrenches_applied": self.wrench.applied, "wrench_active": self.wrench.active is not None}
+                  "wrenches_applied": self.wrench.applied, "wrench_active": self.wrench.active is not None,
+                  "clamp_effort": self.actuators.clamp, **self.actuators.counts(self.joints)}
         # lock-step: how long the loop waited for each command (the round trip through the
         # controller), and the commands that answered no awaited state; real time: step lateness
         if self.lock_step:
