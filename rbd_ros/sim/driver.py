@@ -22,7 +22,8 @@ robot driver (default node name sim_driver).
 
   out  joint_states (sensor_msgs/JointState: position, velocity, applied effort)
        robot_description (std_msgs/String, latched; publish_description: true)
-       /diagnostics
+       base_state (nav_msgs/Odometry; floating_base: true), ~/contact_forces
+       (rbd_ros_interfaces/ConstraintForces; contact_links), /diagnostics
   in   effort_command (std_msgs/Float64MultiArray, one effort per joint in `joints`
        order; zero effort once the latest is older than command_timeout)
        effort_command_state (sensor_msgs/JointState, lock_step: true only; stamped with
@@ -31,8 +32,11 @@ robot driver (default node name sim_driver).
 Parameters (ros2 param describe /sim_driver <name>): urdf_file (path or bundled robot
 name, e.g. rbd_arm7) or robot_description, joints, initial_positions, rate,
 publish_rate, command_timeout, wait_for_command, lock_step, lock_step_timeout,
-publish_description, gravity, integrator, damping, mimic_independent,
-diagnostics_period.  Example:
+clamp_effort, publish_description, gravity, integrator, damping, mimic_independent,
+diagnostics_period; floating_base, initial_base_pose, place_on_ground,
+base_state_topic, odom_frame_id, contact_links, contact_radius, contact_friction,
+contact_solref, contact_solimp, ground_height, contact_forces_frame, pd_kp, pd_kd,
+pd_target.  Example:
   ros2 run rbd_ros sim_driver --ros-args -p urdf_file:=rbd_arm7 \\
       -r effort_command:=/rbd_dynamics/effort_command
 Needs MuJoCo (pip install mujoco).  Documentation: doc/sim.md of the rbd_ros sources.

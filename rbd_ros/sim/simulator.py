@@ -66,6 +66,7 @@ from rbd_ros.robots import read_description
 from rbd_ros.sim.actuators import Actuators
 from rbd_ros.sim.lockstep import CommandOrder, Handshake
 from rbd_ros.sim.params import read_params
+from rbd_ros.sim.status import status_values
 
 NODE_NAME = "sim_driver"
 
@@ -103,7 +104,9 @@ class SimDriver:
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Float64MultiArray, String
 
-        from rbd_ros.sim.mujoco_model import JointMap, load_urdf
+        from rbd_ros.sim.base_outputs import BaseOutputs
+        from rbd_ros.sim.floating import BaseState, place_on_ground
+        from rbd_ros.sim.mujoco_model import Ground, JointMap, load_urdf
         from rbd_ros.sim.wrench import START, WrenchSchedule
 
         self._mujoco = mujoco
@@ -112,9 +115,9 @@ class SimDriver:
         self.node = rclpy.create_node(node_name, context=context, cli_args=cli_args)
         n = self.node
 
-        def declare(name, value, text, read_only=True):
+        def declare(name, value, text, read_only=True):    # (types: read_params checks them)
             return n.declare_parameter(name, value, ParameterDescriptor(
-                description=text, read_only=read_only)).value
+                description=text, read_only=read_only, dynamic_typing=True)).value
 
         self.params = p = read_params(declare)
         self.rate = p.rate
@@ -124,9 +127,12 @@ class SimDriver:
         self.diag_period = p.diagnostics_period
 
         text, self.source = load_description(p.urdf_file, p.robot_description)
+        ground = (Ground(links=tuple(p.contact_links), radius=p.contact_radius, height=p.ground_height,
+                         friction=p.contact_friction, solref=tuple(p.contact_solref),
+                         solimp=tuple(p.contact_solimp)) if p.contact_links else None)
         self.mjm, self.model = load_urdf(text, mimic_independent=p.mimic_independent, damping=p.damping,
                                          gravity=p.gravity, timestep=1.0 / self.rate,
-                                         integrator=p.integrator)
+                                         integrator=p.integrator, floating_base=p.floating_base, ground=ground)
         self.data = mujoco.MjData(self.mjm)
         # MuJoCo's warnings go to the ROS log (by default it appends them to MUJOCO_LOG.TXT in the cwd)
         logger = self.node.get_logger()
@@ -141,6 +147,10 @@ class SimDriver:
                 raise ValueError(f"initial_positions: expected {nj} finite numbers (one per joint "
                                  f"of {self.joints}) or nothing, got {list(init)}")
             self.data.qpos[self.map.qpos] = init
+        if p.floating_base:
+            BaseState(self.mjm).set_pose(self.data, p.initial_base_pose)
+            if ground is not None and p.place_on_ground:
+                place_on_ground(self.mjm, self.data, ground)
         self.initial_qpos = self.data.qpos.copy()
         mujoco.mj_forward(self.mjm, self.data)
 
@@ -154,7 +164,10 @@ class SimDriver:
         self.applied = np.zeros(nj)          # what the actuators apply in a step (actuators.py)
         vidx = [self.model.v_index(j) for j in self.joints]
         self.actuators = Actuators(self.model.effort_limit[vidx], clamp=p.clamp_effort)
-        self._stale = True
+        if p.pd_kp:
+            self.actuators.set_pd(p.pd_kp, p.pd_kd, p.pd_target or self.data.qpos[self.map.qpos])
+        self.outputs = BaseOutputs(n, self.mjm, self.model, p) if p.floating_base or p.contact_links else None
+        self.stale = True
         self.last_stamp_ns = 0                # stamp of the latest joint state published
 
         # messages, preallocated: the loop writes into the numpy views
@@ -316,6 +329,8 @@ class SimDriver:
         dof, qadr = self.map.dof, self.map.qpos
         command, applied, pos, vel, eff = self.command, self.applied, self._pos, self._vel, self._eff
         actuate = self.actuators.apply
+        pd = self.actuators.kp is not None
+        outputs = self.outputs
         clock = self.node.get_clock()
         pub = self.pub_js.publish
         js = self.js
@@ -364,10 +379,10 @@ class SimDriver:
                         # in simulated time, else zero effort
                         if held is not None and step_ns - held[1] <= timeout_ns:
                             command[:] = held[0]
-                            self._stale = False
-                        elif not self._stale:
+                            self.stale = False
+                        elif not self.stale:
                             command[:] = 0.0
-                            self._stale = True
+                            self.stale = True
                             self.counts["stale_periods"] += 1
                     now = time.monotonic()
                 else:
@@ -391,12 +406,15 @@ class SimDriver:
                     commanded = cmd is not None
                     if cmd is not None and now - cmd[1] <= timeout:
                         command[:] = cmd[0]
-                        self._stale = False
-                    elif not self._stale:
+                        self.stale = False
+                    elif not self.stale:
                         command[:] = 0.0
-                        self._stale = True
+                        self.stale = True
                         self.counts["stale_periods"] += 1
-                actuate(command, applied)          # clamped at the effort limits, counted
+                if pd:                             # the driver's joint PD: at this step's state
+                    actuate(command, applied, d.qpos[qadr], d.qvel[dof])
+                else:                              # clamped at the effort limits, counted
+                    actuate(command, applied)
                 d.qfrc_applied[dof] = applied
                 event = None
                 if commanded or not self.wait_for_command:
@@ -416,6 +434,8 @@ class SimDriver:
                         js.position, js.velocity, js.effort = self._pos_buf, self._vel_buf, self._eff_buf
                     js.header.stamp.sec, js.header.stamp.nanosec = divmod(step_ns, 1_000_000_000)
                     self.last_stamp_ns = step_ns
+                    if outputs is not None:     # base state, contact forces: the same stamp
+                        outputs.publish(d, js.header.stamp.sec, js.header.stamp.nanosec)
                     if lock:           # before publishing: the answer cannot come first
                         hs.expect(step_ns)
                         awaiting = step_ns
@@ -453,30 +473,9 @@ class SimDriver:
     def _publish_diagnostics(self, late, work):
         from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue  # (see __init__)
 
-        lat = np.asarray(late) * 1e3 if late else np.zeros(1)
-        wk = np.asarray(work) * 1e6 if work else np.zeros(1)
         st = DiagnosticStatus(level=DiagnosticStatus.OK, name=f"{self.node.get_fully_qualified_name()}",
                               message="simulating", hardware_id=self.model.name)
-        # state_stamp_s: the stamp of the latest joint state published (a client learns from
-        # it how far the loop has run: in lock-step the simulated time)
-        values = {"model": self.model.name, "rate_hz": self.rate, "sim_time_s": self.data.time,
-                  "state_stamp_s": repr(self.last_stamp_ns * 1e-9),
-                  **self.stats, **self.counts, "command_stale": self._stale,
-                  "wrenches_applied": self.wrench.applied, "wrench_active": self.wrench.active is not None,
-                  "clamp_effort": self.actuators.clamp, **self.actuators.counts(self.joints)}
-        # lock-step: how long the loop waited for each command (the round trip through the
-        # controller), and the commands that answered no awaited state; real time: step lateness
-        if self.lock_step:
-            values.update({"lock_step": True, "lock_step_unmatched": self.handshake.unmatched,
-                           "command_wait_p50_ms": float(np.percentile(lat, 50)),
-                           "command_wait_p99_ms": float(np.percentile(lat, 99)),
-                           "command_wait_max_ms": float(np.max(lat))})
-        else:
-            values.update({"step_late_p50_ms": float(np.percentile(lat, 50)),
-                           "step_late_p99_ms": float(np.percentile(lat, 99))})
-        values.update({"step_work_p50_us": float(np.percentile(wk, 50)),
-                       "step_work_p99_us": float(np.percentile(wk, 99))})
-        st.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
+        st.values = [KeyValue(key=k, value=str(v)) for k, v in status_values(self, late, work).items()]
         msg = DiagnosticArray(status=[st])
         msg.header.stamp = self.node.get_clock().now().to_msg()
         self.pub_diag.publish(msg)
