@@ -36,7 +36,7 @@ clamp_effort, publish_description, gravity, integrator, damping, mimic_independe
 diagnostics_period; floating_base, initial_base_pose, place_on_ground,
 base_state_topic, odom_frame_id, contact_links, contact_radius, contact_friction,
 contact_solref, contact_solimp, ground_height, contact_forces_frame, pd_kp, pd_kd,
-pd_target.  Example:
+pd_target, loop_solref, loop_solimp.  Example:
   ros2 run rbd_ros sim_driver --ros-args -p urdf_file:=rbd_arm7 \\
       -r effort_command:=/rbd_dynamics/effort_command
 Needs MuJoCo (pip install mujoco).  Documentation: doc/sim.md of the rbd_ros sources.

@@ -15,8 +15,13 @@ unless told otherwise; :func:`load_urdf` undoes that:
   plane and a contact sphere on each of its links, and only those collide;
 * gravity is the rbd_ros model's;
 * ``floating_base=True`` gives the root link a free joint named ``root_joint``,
-  as ``rbd.Model.from_urdf(floating_base=True)`` adds its free-flyer (the
-  MuJoCo model is then built through mjSpec).
+  as ``rbd.Model.from_urdf(floating_base=True)`` adds its free-flyer;
+* the model's loop closures (``model.constraints``, the URDF's ``<constraint>``
+  elements) become MuJoCo equality constraints (:mod:`rbd_ros.sim.loops`), the only
+  equalities on: MuJoCo's URDF import ignores the element.
+
+With a floating base, a ground or loop closures the MuJoCo model is built through
+mjSpec.
 
 Mimic joints: rbd_ros (``mimic=True``) makes a mimic joint dependent;
 MuJoCo can only approximate that with a soft equality constraint.  So a
@@ -36,12 +41,11 @@ import numpy as np
 
 import rbd_ros.core as rbd
 
+from .errors import SimModelError
+from .loops import LOOP_SOLIMP, LOOP_SOLREF, add_loop_equalities, constraints_of
+
 _COMPILER = {"discardvisual": "true", "balanceinertia": "false", "fusestatic": "false",
              "inertiafromgeom": "false"}
-
-
-class SimModelError(rbd.ModelError):
-    """The URDF cannot be simulated as the rbd_ros model (names the joint or link)."""
 
 
 def mujoco_urdf_text(urdf_text: str) -> str:
@@ -99,7 +103,8 @@ class Ground:
 
 def load_urdf(urdf: str, *, mimic_independent: bool = False, damping: bool = False,
               gravity=None, timestep: float | None = None, integrator: str | None = None,
-              check: bool = True, floating_base: bool = False, ground: Ground | None = None):
+              check: bool = True, floating_base: bool = False, ground: Ground | None = None,
+              loop_solref=LOOP_SOLREF, loop_solimp=LOOP_SOLIMP):
     """URDF text or path -> ``(mjModel, rbd Model)``, the two checked equal.
 
     ``mimic_independent``: accept mimic joints as independent DOFs (otherwise
@@ -129,11 +134,17 @@ def load_urdf(urdf: str, *, mimic_independent: bool = False, damping: bool = Fal
     if bad:
         raise SimModelError(f"joints {bad}: floating and planar joints of the URDF are not simulated "
                             f"(revolute/continuous/prismatic, on a fixed base or floating_base)")
+    loops = constraints_of(model)
+    n_urdf = 0                             # the URDF import's own equalities (mimic): off
     try:
-        if floating_base or ground is not None:
-            mjm = _compile_spec(mujoco, mujoco_urdf_text(text), model, floating_base, ground)
+        if floating_base or ground is not None or loops:
+            spec = _spec(mujoco, mujoco_urdf_text(text), model, floating_base, ground)
+            n_urdf = len(spec.equalities)
+            add_loop_equalities(mujoco, spec, model, loop_solref, loop_solimp)
+            mjm = spec.compile()
         else:
             mjm = mujoco.MjModel.from_xml_string(mujoco_urdf_text(text))
+            n_urdf = mjm.neq
     except ValueError as e:
         raise SimModelError(f"MuJoCo rejected the URDF: {e}") from None
     mjm.dof_damping[:] = mjm.dof_damping if damping else 0.0
@@ -141,11 +152,11 @@ def load_urdf(urdf: str, *, mimic_independent: bool = False, damping: bool = Fal
     mjm.dof_frictionloss[:] = 0.0
     mjm.jnt_stiffness[:] = 0.0
     mjm.jnt_limited[:] = 0
-    if mjm.neq:
-        mjm.eq_active0[:] = 0
+    mjm.eq_active0[:n_urdf] = 0
     if ground is None:
-        mjm.opt.disableflags |= (mujoco.mjtDisableBit.mjDSBL_CONTACT
-                                 | mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
+        mjm.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
+        if not loops:
+            mjm.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
     else:
         mjm.opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
     mjm.opt.gravity[:] = model.gravity
@@ -161,8 +172,8 @@ def load_urdf(urdf: str, *, mimic_independent: bool = False, damping: bool = Fal
     return mjm, model
 
 
-def _compile_spec(mujoco, text, model, floating_base, ground):
-    """The MuJoCo model through mjSpec: the URDF, a free joint on the root link, the ground."""
+def _spec(mujoco, text, model, floating_base, ground):
+    """The MuJoCo model's mjSpec: the URDF, a free joint on the root link, the ground."""
     spec = mujoco.MjSpec.from_string(text)
     if floating_base:
         root = model.link_names[0]
@@ -188,7 +199,7 @@ def _compile_spec(mujoco, text, model, floating_base, ground):
             spec.body(link).add_geom(name=contact_geom(link), type=mujoco.mjtGeom.mjGEOM_SPHERE,
                                      size=[float(ground.radius), 0.0, 0.0], contype=1, conaffinity=0,
                                      mass=0.0, **contact)
-    return spec.compile()
+    return spec
 
 
 def contact_geom(link: str) -> str:

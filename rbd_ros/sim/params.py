@@ -42,6 +42,8 @@ class SimParams:
     pd_kp: list = field(default_factory=list)
     pd_kd: list = field(default_factory=list)
     pd_target: list = field(default_factory=list)
+    loop_solref: list = field(default_factory=lambda: [0.002, 1.0])
+    loop_solimp: list = field(default_factory=lambda: [0.9999, 0.9999, 0.001, 0.5, 2.0])
 
 
 def _finite_positive(name, x, unit):
@@ -169,13 +171,18 @@ def _floating(p: SimParams, declare) -> None:
     p.pd_kd = list(declare("pd_kd", [math.nan], "the PD's damping gains, one or one per joint (N m s/rad)"))
     p.pd_target = list(declare("pd_target", [math.nan], "the PD's target positions in joints order; "
                                "unset = initial_positions"))
+    p.loop_solref = list(declare("loop_solref", [0.002, 1.0], "MuJoCo solref of the loop closures' "
+                                 "equalities (a URDF with <constraint> elements)"))
+    p.loop_solimp = list(declare("loop_solimp", [0.9999, 0.9999, 0.001, 0.5, 2.0], "MuJoCo solimp of the "
+                                 "loop closures' equalities"))
     for name in ("pd_kp", "pd_kd", "pd_target"):
         setattr(p, name, [x for x in getattr(p, name) if not (isinstance(x, float) and math.isnan(x))])
     if bool(p.pd_kp) != bool(p.pd_kd):
         raise ValueError(f"pd_kp, pd_kd: set both or neither (pd_kp {p.pd_kp}, pd_kd {p.pd_kd})")
     if p.contact_forces_frame not in ("world", "local"):
         raise ValueError(f"contact_forces_frame: expected 'world' or 'local', got {p.contact_forces_frame!r}")
-    for name, n in (("contact_solref", 2), ("contact_solimp", 5), ("initial_base_pose", 7)):
+    for name, n in (("contact_solref", 2), ("contact_solimp", 5), ("initial_base_pose", 7), ("loop_solref", 2),
+                    ("loop_solimp", 5)):
         x = getattr(p, name)
         if len(x) != n or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in x):
             raise ValueError(f"{name}: expected {n} finite numbers, got {x}")

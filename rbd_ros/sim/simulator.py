@@ -106,6 +106,7 @@ class SimDriver:
 
         from rbd_ros.sim.base_outputs import BaseOutputs
         from rbd_ros.sim.floating import BaseState, place_on_ground
+        from rbd_ros.sim.loops import close_loops_in, constraints_of
         from rbd_ros.sim.mujoco_model import Ground, JointMap, load_urdf
         from rbd_ros.sim.wrench import START, WrenchSchedule
 
@@ -132,7 +133,8 @@ class SimDriver:
                          solimp=tuple(p.contact_solimp)) if p.contact_links else None)
         self.mjm, self.model = load_urdf(text, mimic_independent=p.mimic_independent, damping=p.damping,
                                          gravity=p.gravity, timestep=1.0 / self.rate,
-                                         integrator=p.integrator, floating_base=p.floating_base, ground=ground)
+                                         integrator=p.integrator, floating_base=p.floating_base, ground=ground,
+                                         loop_solref=tuple(p.loop_solref), loop_solimp=tuple(p.loop_solimp))
         self.data = mujoco.MjData(self.mjm)
         # MuJoCo's warnings go to the ROS log (by default it appends them to MUJOCO_LOG.TXT in the cwd)
         logger = self.node.get_logger()
@@ -147,6 +149,8 @@ class SimDriver:
                 raise ValueError(f"initial_positions: expected {nj} finite numbers (one per joint "
                                  f"of {self.joints}) or nothing, got {list(init)}")
             self.data.qpos[self.map.qpos] = init
+        if constraints_of(self.model):     # a mechanism: its passive joints close the loops
+            close_loops_in(self.mjm, self.model, self.data, self.joints)
         if p.floating_base:
             BaseState(self.mjm).set_pose(self.data, p.initial_base_pose)
             if ground is not None and p.place_on_ground:
