@@ -15,7 +15,10 @@ the URDF limits and counts the clamped steps.
 Executing a trajectory here: the desired state for each joint state is the trajectory at
 that time, linearly interpolated between its points (as joint_trajectory_controller
 interpolates the feed-forward effort; the points are the retimed samples)."""
+import json
 import os
+import subprocess
+import sys
 import tempfile
 
 import numpy as np
@@ -41,6 +44,8 @@ COM = (0.0, 0.0, 0.05)                          # the payload's centre of mass, 
 INERTIA_PER_KG = (2e-3, 0.0, 0.0, 2e-3, 0.0, 1e-3)
 P_PLAN = 2.0                                    # kg: the payload the capacity's trajectory is retimed for
 TRACK_RMS_MAX = 5e-3                            # rad (issue 26)
+RT_TRACK_RMS_MAX = 0.05                         # rad, real time on a loaded machine (as test_closed_loop's)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def waypoints(k=8):
@@ -168,13 +173,17 @@ class Loops:
                                     sim_params=dict(demo.SIM_PARAMS, publish_rate=1.0 / STATE_PERIOD,
                                                     diagnostics_period=0.1))
 
-    def start_sim(self, mass):
+    def start_sim(self, mass, lock_step=True):
+        """(Re)start the driver with ``mass`` kg at the flange in its URDF, in lock-step or
+        in real time (the node and this process's recorders stay), the arm at rest at Q0."""
         loop = self.loop
+        loop.lock_step = lock_step        # read by start_sim, now(), sleep() and the desired stream
         if loop.sim_proc is not None:
             assert loop._stop_proc(loop.sim_proc, 10.0) == 0
             with loop.lock:
                 loop.states.clear()        # the next driver's stamps start again
             loop.sim_status = None
+        loop.sim_params["urdf_file"] = demo.ROBOT
         if mass:
             f = tempfile.NamedTemporaryFile("w", suffix=".urdf", delete=False)
             f.write(payload_urdf(mass))
@@ -195,6 +204,8 @@ class Loops:
 
 @pytest.fixture(scope="module")
 def loops():
+    """The node (computed torque, its own clamping off: the driver's actuators saturate and
+    count) and the driver, started by each test as it needs it."""
     ls = Loops()
     try:
         ls.loop.start_node()
@@ -206,6 +217,30 @@ def loops():
         assert rc == (0, 0), (rc, {k: v[-2000:] for k, v in logs.items()})
         for what, text in logs.items():
             assert "Traceback" not in text, (what, text)
+
+
+def test_doc_example_retimes_relays_and_executes(loops):
+    """doc/examples/retime_and_execute.py, run as a user runs it, against the node and the
+    sim driver in real time: it retimes, gets a capacity, relays the trajectory and moves
+    the arm along it.  Real time on a loaded machine: a loose tracking bound (a stall of a
+    process shows as error; the lock-step tests below measure the control)."""
+    loop = loops.loop
+    loops.start_sim(0.0, lock_step=False)
+    loop.desired_fn = None                      # the example sends the desired states
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "doc", "examples", "retime_and_execute.py"),
+                           "--node", loop.fqn, "--joint-states", f"/{loop.ns}/joint_states"],
+                          capture_output=True, text=True, timeout=120, env=env)
+    print(proc.stdout)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["success"], summary
+    assert summary["duration"] > 0.3 and summary["points"] >= 100, summary
+    assert summary["capacity"] > 0, summary
+    assert summary["relayed"] and summary["relayed_same_points"], summary
+    assert summary["relayed_effort_error"] <= 1e-9 * 87.0, summary
+    assert summary["states"] > 0.5 * summary["duration"] / STATE_PERIOD, summary
+    assert summary["rms"] < RT_TRACK_RMS_MAX, summary
 
 
 def test_fast_path_within_limits_and_without_torque_limits_saturating(loops):
