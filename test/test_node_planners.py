@@ -29,6 +29,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import rbd_ros.core as rbd
 from rbd_ros.node import held_state, protocol
+from rbd_ros.node.qos import QOS_OUTPUT
 from rbd_ros.node.robot import Robot
 from rbd_ros_interfaces.srv import PayloadCapacity, RetimeTrajectory
 
@@ -263,8 +264,24 @@ def test_refusals_name_the_field(client, node, arm_model):
         resp = capacity(client, node, req)
         assert not resp.success and re.match(match, resp.message), (match, resp.message)
     # the sentinel: the same requests without the fault are answered
-    assert retime(client, node, request(ARM_JOINTS, W)).success
-    assert capacity(client, node, cap()).success
+    full = retime(client, node, request(ARM_JOINTS, W))
+    assert full.success and capacity(client, node, cap()).success
+    # the relay too refuses a subset while there is no joint state: nothing comes out for
+    # it, and the full trajectory sent after it on the same channel does
+    subset = JointTrajectory(joint_names=ARM_JOINTS[:3], points=[
+        JointTrajectoryPoint(positions=list(p.positions)[:3], velocities=list(p.velocities)[:3],
+                             accelerations=list(p.accelerations)[:3]) for p in full.trajectory.points])
+    io = RelayIO(client, node)
+    try:
+        assert wait_for(lambda: io.pub.get_subscription_count() > 0, timeout=60)
+        io.pub.publish(subset)
+        out = io.send(full.trajectory)
+        assert out is not None and list(out.joint_names) == ARM_JOINTS, node.log()
+        assert [len(m.joint_names) for m in io.rec.snapshot()[0]] == [7]     # the subset: refused
+        assert wait_for(lambda: "refused, nothing relayed: trajectory.joint_names: the joints ['joint4'"
+                        in node.log(), timeout=10), node.log()
+    finally:
+        io.close()
 
 
 def test_retime_equals_the_core_by_name_with_payload_and_grid(client, node, arm_model):
@@ -336,7 +353,6 @@ class RelayIO:
     (a subscription left behind converts every later relayed trajectory too)."""
 
     def __init__(self, client, node):
-        from rbd_ros.node.qos import QOS_OUTPUT
         self.node = client.node
         self.rec = Recorder()
         self.sub = self.node.create_subscription(JointTrajectory, node.topic("trajectory_out"), self.rec,

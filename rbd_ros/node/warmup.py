@@ -14,8 +14,9 @@ cache is empty and compiling everything takes minutes of CPU, so the work is spl
   about RNEA's alone.
 * ``warm_services`` (the service worker, a process of its own, so on the other core
   and while the node already publishes): inverse and forward dynamics, single, batch
-  and with external wrenches; the planners (``retime``, ``payload_capacity``).  Also finds out whether forward dynamics is available
-  for the model (``Robot.fd_error``: a singular H at the neutral pose).
+  and with external wrenches; the planners (``retime``, ``payload_capacity``).  Also
+  finds out whether forward dynamics is available for the model (``Robot.fd_error``: a
+  singular H at the neutral pose).
 
 Both log a line *before* compiling when the cache is cold, saying why the start is
 slow and how long it usually takes (``rbd_precompile`` does the same work ahead of
