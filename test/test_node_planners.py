@@ -14,6 +14,7 @@ import pytest
 from geometry_msgs.msg import InertiaStamped
 from ros_harness import (
     ARM_JOINTS,
+    ARM_URDF,
     PERM,
     PERM_NAMES,
     JointState,
@@ -29,8 +30,10 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import rbd_ros.core as rbd
 from rbd_ros.node import held_state, protocol
+from rbd_ros.node import planner_services as ps
 from rbd_ros.node.qos import QOS_OUTPUT
 from rbd_ros.node.robot import Robot
+from rbd_ros.node.services import NO_MODEL
 from rbd_ros_interfaces.srv import PayloadCapacity, RetimeTrajectory
 
 REL = 1e-9
@@ -143,6 +146,25 @@ def test_held_state_requester_waits_matches_ids_and_times_out():
     assert got == {"names": ["a"], "positions": [1.0], "age_s": 0.0}
 
 
+def test_in_process_refusals_no_model_floating_base_too_many_points(arm_model):
+    """What the DDS tests cannot reach cheaply: no model, a floating base, a request past
+    the point cap (the response would hold a point per waypoint)."""
+    W = path(arm_model, 3)
+    for fn, req, resp in ((ps.retime_trajectory, request(ARM_JOINTS, W), RetimeTrajectory.Response()),
+                          (ps.payload_capacity, PayloadCapacity.Request(link="flange"), PayloadCapacity.Response())):
+        assert fn(None, req, resp).message == NO_MODEL
+        floating = Robot(rbd.Model.from_urdf(open(ARM_URDF).read(), floating_base=True))
+        out = fn(floating, req, resp)
+        assert not out.success and out.message.startswith("the model has a floating base"), out.message
+    big = request(ARM_JOINTS, W[:1])
+    big.trajectory.points = big.trajectory.points * (ps.MAX_GRIDPOINTS + 1)
+    out = ps.retime_trajectory(Robot(arm_model), big, RetimeTrajectory.Response())
+    assert not out.success and out.message.startswith("trajectory.points has 100001 waypoints, at most 100000"), \
+        out.message
+    # the sentinel: a good request in process is answered
+    assert ps.retime_trajectory(Robot(arm_model), request(ARM_JOINTS, W), RetimeTrajectory.Response()).success
+
+
 # ------------------------------------------------------------------ over DDS
 
 @pytest.fixture(scope="module")
@@ -222,7 +244,8 @@ def test_refusals_name_the_field(client, node, arm_model):
         (request(ARM_JOINTS, W, acceleration_limits=[1.0, 2.0]), r"^acceleration_limits has 2 entries, expected 7"),
         (request(PERM_NAMES, W, acceleration_limits=[1.0, 2.0, -1.0, 1.0, 1.0, 1.0, 1.0]),
          r"^acceleration_limits\[2\] \(joint7\): expected a number > 0"),
-        (request(ARM_JOINTS, W, gridpoints=5), r"^gridpoints: expected 0 .* or a number in \[10, 1000000\], got 5"),
+        (request(ARM_JOINTS, W, gridpoints=5), r"^gridpoints: expected 0 .* or a number in \[10, 100000\], got 5"),
+        (request(ARM_JOINTS, W, gridpoints=100_001), r"^gridpoints: .* got 100001"),
         (request(ARM_JOINTS, W, payload=inertia_stamped("hand", 1.0, (0, 0, 0), (0,) * 6)),
          r"^payload.header.frame_id: 'hand' is not a link of the model"),
         (request(ARM_JOINTS, W, payload=inertia_stamped("flange", -1.0, (0, 0, 0), (0,) * 6)),

@@ -24,7 +24,9 @@ from rbd_ros.node.held_state import HeldStateError, fill, map_subset
 from rbd_ros.node.names import SRV_PAYLOAD_CAPACITY, SRV_RETIME
 from rbd_ros.node.services import NO_MODEL, BadRequest
 
-MIN_GRIDPOINTS, MAX_GRIDPOINTS = 10, 1_000_000    # as rbd.retime's grid
+# as rbd.retime's grid, but at most 1e5: the response holds one JointTrajectoryPoint per
+# gridpoint (1e6 of them would be ~1 GB of Python objects in the worker)
+MIN_GRIDPOINTS, MAX_GRIDPOINTS = 10, 100_000
 FLOATING = ("the model has a floating base: the planner services need a fixed-base model (q the integral "
             "of v, and a base trajectory these services do not take)")
 
@@ -175,6 +177,9 @@ def retime_trajectory(rt, req, resp, held=None):
         return _fail(resp, FLOATING)
     try:
         names = list(req.trajectory.joint_names)
+        if len(req.trajectory.points) > MAX_GRIDPOINTS:      # the response has a point per waypoint
+            raise BadRequest(f"trajectory.points has {len(req.trajectory.points)} waypoints, at most "
+                             f"{MAX_GRIDPOINTS} are taken (the response holds a point per gridpoint)")
         idx, W, _, note = _points(rt, req.trajectory, (), held, 2)
         model, payload = _payload(rt.model, req.payload)
         amax = _acceleration_limits(rt, idx, names, req.acceleration_limits)
