@@ -51,7 +51,7 @@ def _points(rt, traj, fields, held, required_points: int):
     """JointTrajectory -> (idx, Q (K, nq), arrays per optional field (K, nv) or None, note).
 
     ``fields``: the optional per-point fields to read (``velocities``, ``accelerations``;
-    each empty on every point, or one value per name on every point).  Joints not in
+    on each point one value per name, or empty: zeros; None when no point has any).  Joints not in
     ``traj.joint_names`` take the held state (``note`` says how old it is)."""
     idx, err = map_subset(rt, traj.joint_names, "trajectory.joint_names")
     if err:
