@@ -44,7 +44,6 @@ COM = (0.0, 0.0, 0.05)                          # the payload's centre of mass, 
 INERTIA_PER_KG = (2e-3, 0.0, 0.0, 2e-3, 0.0, 1e-3)
 P_PLAN = 2.0                                    # kg: the payload the capacity's trajectory is retimed for
 TRACK_RMS_MAX = 5e-3                            # rad (issue 26)
-RT_TRACK_RMS_MAX = 0.05                         # rad, real time on a loaded machine (as test_closed_loop's)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -222,8 +221,10 @@ def loops():
 def test_doc_example_retimes_relays_and_executes(loops):
     """doc/examples/retime_and_execute.py, run as a user runs it, against the node and the
     sim driver in real time: it retimes, gets a capacity, relays the trajectory and moves
-    the arm along it.  Real time on a loaded machine: a loose tracking bound (a stall of a
-    process shows as error; the lock-step tests below measure the control)."""
+    the arm along it to its goal.  Real time on a loaded machine: a stall of any of the
+    three processes shows as tracking error (measured 7 mrad RMS, and 240 mrad during a
+    full suite on a 2-core machine at load 6), so the tracking is the lock-step tests'
+    below; here the arm must end at the goal, at rest."""
     loop = loops.loop
     loops.start_sim(0.0, lock_step=False)
     loop.desired_fn = None                      # the example sends the desired states
@@ -239,8 +240,15 @@ def test_doc_example_retimes_relays_and_executes(loops):
     assert summary["capacity"] > 0, summary
     assert summary["relayed"] and summary["relayed_same_points"], summary
     assert summary["relayed_effort_error"] <= 1e-9 * 87.0, summary
-    assert summary["states"] > 0.5 * summary["duration"] / STATE_PERIOD, summary
-    assert summary["rms"] < RT_TRACK_RMS_MAX, summary
+    assert summary["states"] > 0, summary                       # it saw the arm move
+    goal = np.asarray(summary["goal"])
+    assert np.max(np.abs(goal - Q0)) > 1.0                        # a real move
+
+    def at_goal():
+        t1 = loop.now()
+        t, Q, V, _ = loop.window(t1 - 0.2, t1)
+        return len(t) > 10 and np.max(np.abs(Q - goal)) < 0.02 and np.max(np.abs(V)) < 0.05
+    assert loop._wait(at_goal, 15.0, None), loop.window(loop.now() - 0.01, loop.now())[1]
 
 
 def test_fast_path_within_limits_and_without_torque_limits_saturating(loops):

@@ -157,7 +157,7 @@ def main(argv=None):
         t_end = time.monotonic() + 30.0
         while not relayed and time.monotonic() < t_end:
             time.sleep(0.01)
-        summary.update(duration=resp.duration, points=len(T), binding_joint=resp.binding_joint,
+        summary.update(goal=GOAL, duration=resp.duration, points=len(T), binding_joint=resp.binding_joint,
                        capacity=cap.mass if cap.success else None, relayed=bool(relayed))
         if relayed:
             out = relayed[0]
