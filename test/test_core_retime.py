@@ -201,7 +201,10 @@ def test_bad_waypoints(arm):
     swing = np.tile(wp[0], (4, 1))
     swing[:, 0] = [0.0, 0.1, 0.9, 1.0]
     swing[:, 3] = [-1.0, -0.1, -0.1, -1.0]          # the spline reaches -0.007 between the middle two
-    _bad(arm, r"^waypoints: the cubic spline through them leaves joint 'joint4'", swing)
+    _bad(arm, r"^waypoints: the cubic spline through them leaves joint 'joint4'.* between waypoints 1 and 2 ",
+         swing)
+    # named by the caller's indices, also when repeated waypoints before them are merged
+    _bad(arm, r"^waypoints: the cubic spline .* between waypoints 3 and 4 ", swing[[0, 0, 0, 1, 2, 3]])
 
 
 def test_bad_limits_scales_and_grid(arm):
@@ -222,6 +225,11 @@ def test_limits_that_cannot_be_kept(arm):
     # too weak to hold the arm: named, with the joint and the torque it needs
     _bad(arm, r"^effort_limits: the path cannot be followed .* holding still there needs \|tau\| = .* at joint "
               r"'joint2'", effort_limits=[87, 1, 87, 87, 12, 12, 12])
+    # near the caller's waypoints (found first on the last interval), repeated ones merged
+    wp = _waypoints(arm, k=5)
+    weak = [87, 1, 87, 87, 12, 12, 12]
+    _bad(arm, r"^effort_limits: .* near waypoints 3-4 ", wp, effort_limits=weak)
+    _bad(arm, r"^effort_limits: .* near waypoints 5-6 ", wp[[0, 0, 0, 1, 2, 3, 4]], effort_limits=weak)
     # a velocity limit so small that v_max / |q'| underflows: no motion
     _bad(arm, r"^velocity_limits: too small to move along the path", velocity_limits=1e-300)
     # nothing bounds the speed

@@ -52,7 +52,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from rbd_ros.node import diagnostics, names, param_table, params, payload_estimation, qos
+from rbd_ros.node import diagnostics, held_state, names, param_table, params, payload_estimation, planner_services, qos
 from rbd_ros.node import payload as pl
 from rbd_ros.node.control_path import ControlPath
 from rbd_ros.node.heap import freeze_heap
@@ -313,16 +313,24 @@ class DynamicsNode:
                  self.node.resolve_topic_name(names.TOPIC_TRAJECTORY_OUT))
         if p.service_process:
             self.worker = WorkerClient(self.node.get_fully_qualified_name(), p.numba_threads,
-                                       self.log, on_error=self.stats.error, relay=relay)
+                                       self.log, on_error=self.stats.error, relay=relay,
+                                       held_state=self.held_state)
             rt = self.runtime
             if rt is not None:
                 self.worker.send_model(self.models.source[0], rt.source, rt.options)
             self.worker.start(expect_model=rt is not None)
         else:
             self.services = create_dynamics_services(
-                self.node, self.node.get_fully_qualified_name(), lambda: self.runtime, self.log)
-            self.relay = TrajectoryRelay(self.node, *relay, lambda: self.runtime, self.log)
+                self.node, self.node.get_fully_qualified_name(), lambda: self.runtime, self.log,
+                extra=planner_services.table(self.held_state))
+            self.relay = TrajectoryRelay(self.node, *relay, lambda: self.runtime, self.log,
+                                         held=self.held_state)
             self.services_ready = True
+
+    def held_state(self) -> dict:
+        """The latest joint state, for the joints a planner request or a relayed trajectory
+        does not name (held_state.py); any thread."""
+        return held_state.snapshot(self.runtime, time.monotonic())
 
     def services_state(self):
         """(text for diagnostics, error or None)."""

@@ -31,6 +31,8 @@ SRV_ID = "~/inverse_dynamics"
 SRV_ID_TRAJ = "~/inverse_dynamics_trajectory"
 SRV_FD = "~/forward_dynamics"
 SRV_FD_TRAJ = "~/forward_dynamics_trajectory"
+SRV_RETIME = "~/retime_trajectory"              # rbd_ros_interfaces/srv/RetimeTrajectory (planner_services.py)
+SRV_PAYLOAD_CAPACITY = "~/payload_capacity"     # rbd_ros_interfaces/srv/PayloadCapacity
 # payloads at run time (dynamics_node.py, payload.py)
 TOPIC_PAYLOAD = "~/payload"                     # geometry_msgs/InertiaStamped, latched
 SRV_SET_PAYLOAD = "~/set_payload"               # rbd_ros_interfaces/srv/SetPayload

@@ -14,8 +14,9 @@ cache is empty and compiling everything takes minutes of CPU, so the work is spl
   about RNEA's alone.
 * ``warm_services`` (the service worker, a process of its own, so on the other core
   and while the node already publishes): inverse and forward dynamics, single, batch
-  and with external wrenches.  Also finds out whether forward dynamics is available
-  for the model (``Robot.fd_error``: a singular H at the neutral pose).
+  and with external wrenches; the planners (``retime``, ``payload_capacity``).  Also
+  finds out whether forward dynamics is available for the model (``Robot.fd_error``: a
+  singular H at the neutral pose).
 
 Both log a line *before* compiling when the cache is cold, saying why the start is
 slow and how long it usually takes (``rbd_precompile`` does the same work ahead of
@@ -203,8 +204,29 @@ def warm_services(rt, log=None) -> None:
             rbd.forward_dynamics(model, *args, **kw)
         except ValueError as e:  # singular H at the neutral pose
             rt.fd_error = str(e)
+    warm_planners(model)
     if was_cold:
         _log(log, ready_line("service", time.perf_counter() - t0))
+
+
+def warm_planners(model) -> None:
+    """Run ``rbd.retime`` and ``rbd.payload_capacity`` once (their compiled kernels: the
+    reachability pass, batch RNEA and gravity) on a short path inside ``model``'s position
+    limits.  The kernels do not depend on the robot; a model the planners refuse (a
+    floating base) or that gives them nothing to do is skipped -- its requests are refused
+    with the reason anyway."""
+    if model.nq != model.nv:
+        return
+    lim = np.asarray(model.position_limit, dtype=np.float64)
+    finite = np.isfinite(lim).all(axis=1)
+    mid = np.where(finite, lim.mean(axis=1), 0.0)
+    step = np.where(finite, 0.01 * (lim[:, 1] - lim[:, 0]), 0.01)
+    try:
+        rbd.retime(model, np.array([mid, mid + step]), acceleration_limits=1.0, effort_limits=1e9)
+        rbd.payload_capacity(model, model.link_names[-1], np.tile(mid, (2, 1)), a=np.ones((2, model.nv)),
+                             effort_limits=1e9)
+    except ValueError:  # e.g. a last link fixed to the world: nothing feels a payload there
+        pass
 
 
 def warm_up(rt, services: bool = False) -> None:

@@ -55,7 +55,8 @@ class FrictionCone:
     sole_size: tuple[float, float] | None
 
     def __init__(self, mu, sole_size=None):
-        if isinstance(mu, bool) or not isinstance(mu, Real) or not (math.isfinite(float(mu)) and 0.0 <= float(mu) <= 1e3):
+        if isinstance(mu, bool) or not isinstance(mu, Real) or not (
+                math.isfinite(float(mu)) and 0.0 <= float(mu) <= 1e3):
             raise ValueError(f"mu: expected a friction coefficient, a finite number >= 0, got {mu!r}")
         object.__setattr__(self, "mu", float(mu))
         if sole_size is not None:

@@ -109,7 +109,8 @@ def _check_model(model):
 
 
 def _waypoints(model, waypoints):
-    """(K, nq) checked waypoints, consecutive near-duplicates dropped."""
+    """((K', nq) checked waypoints, consecutive near-duplicates dropped; (K',) the index of
+    each in ``waypoints``, so errors name the caller's waypoints)."""
     nq = model.nq
     wp = real_array(waypoints, "waypoints", f"a (K, {nq}) array of joint positions, K >= 2")
     if wp.ndim != 2 or wp.shape[1] != nq or wp.shape[0] < 2:
@@ -129,7 +130,9 @@ def _waypoints(model, waypoints):
     keep = np.concatenate(([True], np.linalg.norm(np.diff(wp, axis=0), axis=1) > DUPLICATE_TOL))
     kept = wp[keep]
     kept[-1] = wp[-1]          # the path ends exactly at the last waypoint
-    return kept
+    index = np.flatnonzero(keep)
+    index[-1] = wp.shape[0] - 1
+    return kept, index
 
 
 def _gridpoints(grid, s_wp):
@@ -150,11 +153,13 @@ def _gridpoints(grid, s_wp):
 # ----------------------------------------------------------------------------- constraints
 
 class _Path:
-    """The spline and what the constraints need of it at the gridpoints."""
+    """The spline and what the constraints need of it at the gridpoints.  ``index``: the
+    caller's index of each of the (merged) waypoints ``wp``, for error messages."""
 
-    def __init__(self, model, wp, grid):
+    def __init__(self, model, wp, grid, index):
         s_wp = np.concatenate(([0.0], np.cumsum(np.linalg.norm(np.diff(wp, axis=0), axis=1))))
         self.s_wp = s_wp
+        self.index = index
         spline = CubicSpline(s_wp, wp, bc_type="not-a-knot", axis=0)
         self.s = _gridpoints(grid, s_wp)
         self.q = spline(self.s)
@@ -165,15 +170,16 @@ class _Path:
             out = np.argwhere((self.q < lim[:, 0] - POSITION_TOL) | (self.q > lim[:, 1] + POSITION_TOL))
         if out.size:
             i, j = out[0]
-            k = int(np.searchsorted(s_wp, self.s[i], side="right")) - 1
+            a, b = self.waypoint(i)
             raise ValueError(f"waypoints: the cubic spline through them leaves joint {dof_names(model)[j]!r}'s "
-                             f"position limits [{lim[j, 0]:.6g}, {lim[j, 1]:.6g}] between waypoints {k} and "
-                             f"{k + 1} (q = {self.q[i, j]:.6g}); add waypoints there")
+                             f"position limits [{lim[j, 0]:.6g}, {lim[j, 1]:.6g}] between waypoints {a} and "
+                             f"{b} (q = {self.q[i, j]:.6g}); add waypoints there")
         np.clip(self.q, lim[:, 0], lim[:, 1], out=self.q)
 
     def waypoint(self, i):
-        """The waypoint interval (its first index) holding gridpoint i."""
-        return min(int(np.searchsorted(self.s_wp, self.s[i], side="right")) - 1, self.s_wp.shape[0] - 2)
+        """The caller's indices (first, last) of the two waypoints around gridpoint i."""
+        k = min(int(np.searchsorted(self.s_wp, self.s[i], side="right")) - 1, self.s_wp.shape[0] - 2)
+        return int(self.index[k]), int(self.index[k + 1])
 
 
 def _torque_terms(model, path):
@@ -221,8 +227,8 @@ def _rows(path, vmax, amax, tmax, torque, fc, damping, x0):
 
 def _infeasible(model, path, i, torque, tmax, fc):
     """The ValueError for a path that cannot be followed near gridpoint i."""
-    k = path.waypoint(i)
-    where = f"near waypoints {k}-{k + 1} (s = {path.s[i]:.6g})"
+    a, b = path.waypoint(i)
+    where = f"near waypoints {a}-{b} (s = {path.s[i]:.6g})"
     if torque is None:
         return ValueError(f"velocity_limits: the path cannot be followed within the limits {where}")
     c = np.abs(torque[2][i] + fc * np.sign(path.dq[i]))
@@ -243,8 +249,8 @@ def _solve(model, path, rows, limits):
     n = path.s.shape[0]
     stall = np.flatnonzero(xub[1:-1] <= 0.0)
     if stall.size:                                  # v_max / |q'| underflows: no motion at all
-        k = path.waypoint(int(stall[0]) + 1)
-        raise ValueError(f"velocity_limits: too small to move along the path near waypoints {k}-{k + 1}")
+        a, b = path.waypoint(int(stall[0]) + 1)
+        raise ValueError(f"velocity_limits: too small to move along the path near waypoints {a}-{b}")
     K = np.empty((n, 2))
     x, u = np.empty(n), np.empty(n - 1)
     st = controllable_sets(Au, Bx, G, xub, path.s, K)
@@ -255,7 +261,7 @@ def _solve(model, path, rows, limits):
         raise _infeasible(model, path, 0, *limits)
     if st != OK:
         if not K[st + 1, 1] < np.inf:
-            raise ValueError(f"velocity_limits: nothing bounds the speed near waypoint {path.waypoint(st)}: "
+            raise ValueError(f"velocity_limits: nothing bounds the speed near waypoint {path.waypoint(st)[0]}: "
                              "give finite velocity_limits, acceleration_limits or effort_limits")
         raise RuntimeError(f"retime: the forward pass found no path acceleration at gridpoint {st} of a "
                            "controllable path (numerical failure; a finer or coarser grid may help)")
@@ -324,7 +330,7 @@ def retime(model, waypoints, *, velocity_limits=None, acceleration_limits=None, 
     (``effort_limits``: e.g. the arm cannot hold itself somewhere on the path);
     ``model`` with a floating joint."""
     _check_model(model)
-    wp = _waypoints(model, waypoints)
+    wp, index = _waypoints(model, waypoints)
     vmax = limit_vector(model, velocity_limits, "velocity_limits", "rad/s or m/s", model.velocity_limit) \
         * scale_factor(velocity_scale, "velocity_scale")
     amax = limit_vector(model, acceleration_limits, "acceleration_limits", "rad/s^2 or m/s^2") \
@@ -335,7 +341,7 @@ def retime(model, waypoints, *, velocity_limits=None, acceleration_limits=None, 
         if grid is not None:
             _gridpoints(grid, np.array([0.0, 1.0]))        # still refuse a bad grid
         return _at_rest(model, wp[0], vmax, amax, tmax)
-    path = _Path(model, wp, grid)
+    path = _Path(model, wp, grid, index)
     fc = model.friction
     damping = model.damping
     torque = _torque_terms(model, path) if np.any(np.isfinite(tmax)) else None
