@@ -20,8 +20,20 @@ from .calls import public
 from .calls.control_loop import compensation_into, dof_indices
 from .calls.linalg import ltdl, ltdl_solve
 from .calls.registry import ALGORITHMS
+from .constraints.api import (
+    constrained_forward_dynamics,
+    constrained_forward_dynamics_into,
+    constrained_inverse_dynamics,
+    constrained_inverse_dynamics_into,
+    constraint_drift,
+    constraint_error,
+    constraint_jacobian,
+    constraint_velocity,
+)
+from .constraints.closure import close_loops, loop_velocity
 from .estimation.contact import CollisionDetector, external_wrench_into
 from .estimation.observer import MomentumObserver
+from .model.constraint import Constraint
 from .model.model import Model
 from .planning.capacity import payload_capacity
 from .planning.retiming import retime
@@ -81,6 +93,36 @@ def warm_contact(model, frame) -> None:
     CollisionDetector(np.ones(nv)).update(0.0, z)
 
 
+CONSTRAINT_STEP = "constraints, loops, cones"   # e, J, drift, constrained FD and ID, close_loops
+
+
+def warm_constraints(model) -> None:
+    """Run every constraint kernel once on ``model`` with a point and a 5D closure of its
+    last link to the world where it stands (closed at the neutral q): e, J, J̇q̇, J q̇,
+    constrained FD and ID (one state and ``_into``, friction-free and with the cone rows of
+    a contact), close_loops and loop_velocity."""
+    q, z, nv = model.neutral(), np.zeros(model.nv), model.nv
+    link = model.link_names[-1]
+    # the built-in model's links keep the world's axes at the neutral q: a point
+    # constraint's error there (frame a's position seen from the world origin) is where
+    # the link stands, so a world frame placed there closes the loop
+    X = np.eye(4)
+    X[:3, 3] = constraint_error(model, q, (Constraint(link, None),))
+    here = Constraint(link, None, origin_b=X, name="precompile")
+    cs = (here,)
+    constraint_error(model, q, cs)
+    constraint_jacobian(model, q, cs)
+    constraint_drift(model, q, z, cs)
+    constraint_velocity(model, q, z, cs)
+    r = constrained_forward_dynamics(model, q, z, z, cs, kp=1.0, kd=1.0)
+    constrained_forward_dynamics_into(model, q, z, z, cs, np.empty(nv), np.empty(r.lam.size))
+    r2 = constrained_inverse_dynamics(model, q, z, z, cs)
+    constrained_inverse_dynamics_into(model, q, z, z, cs, np.empty(nv), np.empty(r2.lam.size))
+    constrained_inverse_dynamics(model, q, z, z, cs, friction=0.5)
+    close_loops(model, q, cs)
+    loop_velocity(model, q, z, cs)
+
+
 PLANNING_STEP = "retime, payload_capacity"
 
 
@@ -110,6 +152,7 @@ def steps():
     steps += [("ltdl, ltdl_solve", lambda: ltdl_solve(model, ltdl(model, H), z), 0)]
     steps += [(CONTACT_STEP, functools.partial(warm_contact, model, model.link_names[-1]), 1)]
     steps += [(PLANNING_STEP, functools.partial(warm_planning, model), 1)]
+    steps += [(CONSTRAINT_STEP, functools.partial(warm_constraints, model), 0)]
     for ep in entry_points(group="rbd_ros.precompile"):
         steps += list(ep.load()(model))
     return steps
