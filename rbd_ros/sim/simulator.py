@@ -319,6 +319,10 @@ class SimDriver:
     def stop(self):
         self._stop.set()
 
+    def _stopping(self) -> bool:
+        """stop() was called or the context shut down (SIGINT): a lock-step wait ends."""
+        return self._stop.is_set() or not self.context_ok()
+
     def run(self):
         """Step until :meth:`stop`, SIGINT or the context shuts down: in real time, or in
         lock-step with the commands (``lock_step``, switchable at run time: to real time the
@@ -368,16 +372,17 @@ class SimDriver:
                         now = time.monotonic()
                         # before the first command nobody is late: the state is sent again soon
                         # (its first copies can go out before the controller is discovered)
-                        got = hs.wait(self.lock_step_timeout if commanded else min(0.1, self.lock_step_timeout))
+                        got = hs.wait(self.lock_step_timeout if commanded else min(0.1, self.lock_step_timeout),
+                                      self._stopping)
                         if got is not None:
                             late_hist.append(time.monotonic() - now)
                             held, commanded = (got, awaiting), True
                         else:
+                            if self._stopping():            # stop(), or SIGINT shut the context down
+                                break
                             if commanded:
                                 late_hist.append(time.monotonic() - now)
                                 stats["lock_step_timeouts"] += 1
-                            if not self.context_ok():       # SIGINT shut the context down
-                                break
                         awaiting = None
                         # the command taken, else the last one while younger than command_timeout
                         # in simulated time, else zero effort
