@@ -43,7 +43,7 @@ THRESHOLD = 0.5                    # N m, every joint
 FORCE = np.array([10.0, 0.0, 0.0])  # N, world axes, at the flange origin
 PUSH_S = 1.0
 RATE = 500.0                       # joint_states (and so observer samples) per second
-TRAJ_S = 3.0
+TRAJ_S = 2.0                       # s: the demo trajectory, played faster than the demo's 4 s
 # collision thresholds of the trajectory runs (N m, every joint), above the estimate's error
 # without contact over the demo trajectory in lock-step, which the maths sets (measured:
 # commanded 0.004 N m, measured 0.0005 N m; in real time on a loaded machine it was the
@@ -222,10 +222,11 @@ def test_external_torques_match_mujoco_jacobian_transpose_force(loop, push):
           f"|est| before {max(np.max(np.abs(e)) for e in before):.3f}, 5/K after "
           f"{max(np.max(np.abs(e)) for e in after):.3f} N m")
     assert min(jmax) > 1.0                             # the push is felt in the joints
-    assert max(rel) <= 0.05
+    # (lock-step, measured: 0.7 % at most, 0.05 % median; 0 before; 8 mN m 5/K after)
+    assert max(rel) <= 0.02
     # nothing before the push, nothing once it has decayed
-    assert max(np.max(np.abs(e)) for e in before) < 0.2 * THRESHOLD
-    assert max(np.max(np.abs(e)) for e in after) < 0.05 * max(jmax)
+    assert max(np.max(np.abs(e)) for e in before) < 0.01
+    assert max(np.max(np.abs(e)) for e in after) < 0.02 * max(jmax)
     assert _all_finite(loop)
 
 
@@ -243,8 +244,9 @@ def test_external_wrench_in_the_contact_frame(loop, push):
         terr.append(np.linalg.norm(F[3:]))             # no moment about the flange origin
     print(f"\nwrench: max |F_est - R^T f| = {max(errs):.3f} N (median {np.median(errs):.3f}), "
           f"max |M_est| = {max(terr):.4f} N m")
-    assert max(errs) <= max(0.05 * np.linalg.norm(FORCE), 0.5)
-    assert max(terr) <= 0.05                           # 0.5 N at the flange's ~0.1 m scale
+    # (lock-step, measured: 0.08 N at most, 6 mN m)
+    assert max(errs) <= 0.025 * np.linalg.norm(FORCE)
+    assert max(terr) <= 0.02                           # 0.2 N at the flange's ~0.1 m scale
 
 
 def test_collision_rises_within_20ms_and_falls_after(loop, push):
@@ -257,8 +259,8 @@ def test_collision_rises_within_20ms_and_falls_after(loop, push):
     fall = next((t for t, c in col if t > rise and not c["detected"]), None)
     print(f"\ncollision: rose {1e3 * (rise - t_on):.1f} ms after the push began, fell "
           f"{1e3 * (fall - t_off) if fall else float('nan'):.1f} ms after it ended")
-    assert t_on <= rise <= t_on + 0.020
-    assert fall is not None and t_off <= fall <= t_off + 0.2
+    assert t_on <= rise <= t_on + 0.020                # (lock-step, measured: 15 ms, 31 ms)
+    assert fall is not None and t_off <= fall <= t_off + 0.1
     assert all(c["detected"] for t, c in col if rise <= t < t_off)       # held through the push
     assert not any(c["detected"] for t, c in col if t >= fall)
     # the message's other fields, against the estimate of the same joint state and MuJoCo
@@ -323,6 +325,8 @@ def _trajectory_collisions(loop, source, threshold):
     10 N push at the flange (its J^T f, ~1.5 N m, is above the threshold) raises the flag
     within 20 ms: the observer and the detector that stayed quiet on the trajectory run
     and would have seen a contact."""
+    for key in ("wrench", "g"):            # (fewer outputs: a faster loop)
+        loop.stop_recording(loop.rec[key])
     res = loop.set_params(observer_torque_source=source, collision_thresholds=[threshold])
     assert all(ok for ok, _ in res), res
     try:
@@ -332,16 +336,17 @@ def _trajectory_collisions(loop, source, threshold):
         worst = max((c["worst_ratio"] for _, c in col), default=0.0)
         big = max((np.max(np.abs(e)) for e in tau), default=0.0)
         print(f"\n{source}: trajectory RMS {rms * 1e3:.2f} mrad, {len(col)} collision messages, "
-              f"largest |tau_ext| {big:.3f} N m (threshold {threshold:g}), driver {loop.sim_counters(wait=False)}")
+              f"largest |tau_ext| {big:.1e} N m (threshold {threshold:g}), driver {loop.sim_counters(wait=False)}")
         assert loop.sleep(0.2)                         # at rest at q0 again
         t_on, _ = _push(loop, end=False)
         rise = _wait_for(loop, "collision", lambda x: x[0] >= t_on and x[1]["detected"])
         loop.push((0.0, 0.0, 0.0))                     # ends the push
         t_off = _push_end(loop, t_on)
-        assert loop.wait_recorded(t_off + 0.5)         # the flag falls again
+        assert loop.wait_recorded(t_off + 0.2)         # the estimate decays
     finally:
         assert all(ok for ok, _ in loop.set_params(observer_torque_source="measured",
                                                   collision_thresholds=[THRESHOLD]))
+        _record(loop, ("wrench", "g"))
     assert rms < 0.01                                  # the arm did move along the trajectory
     assert len(col) > 0.9 * RATE * TRAJ_S and len(tau) > 0.9 * RATE * TRAJ_S    # listening ...
     # ... to an observer whose estimate the flag carries, and which feels a push
@@ -387,7 +392,7 @@ def test_payload_swap_restarts_the_observer(loop):
     expect = np.max(np.abs(rbd.gravity(heavy, demo.Q0) - rbd.gravity(MODEL, demo.Q0)))
     print(f"\npayload swap: observer restarts {restarts!r}; estimate vs g_payload - g: max error "
           f"{max(errs):.4f} N m (of {expect:.2f} N m)")
-    assert max(errs) <= 0.05 * expect
+    assert max(errs) <= 0.01 * expect                  # (lock-step, measured: 0.4 mN m of 2.85 N m)
     assert _all_finite(loop)
     # back to the bare arm
     msg.inertia.m = 0.0

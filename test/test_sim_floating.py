@@ -178,7 +178,7 @@ def test_solo12_stands_on_the_drivers_pd_odometry_and_contact_forces(client):
     run = _Run(client, "-p", "pd_kp:=[20]", "-p", "pd_kd:=[0.5]")     # integers are taken as doubles
     try:
         z0 = float(run.drv.data.qpos[2])
-        run.run(1.5)
+        run.run(1.0)
         d = run.drv.data
         steps = run.drv.stats["steps"]              # one state (and base state) per step
         assert wait_for(lambda: run.odom.count() == run.js.count() == steps, timeout=10), \

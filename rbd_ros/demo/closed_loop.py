@@ -34,16 +34,11 @@ shared by ``test/test_closed_loop.py`` and ``bench/closed_loop.py``.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 
 import numpy as np
 import rclpy
-import yaml
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
 from rcl_interfaces.msg import Parameter
@@ -53,6 +48,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from rbd_ros.demo.processes import NODE_NAME, LoopProcesses
 from rbd_ros.demo.service_call import call_service
 
 # the trajectory's names are this module's too (the demo, the tests and the bench use them)
@@ -62,7 +58,6 @@ from rbd_ros.node.qos import QOS_DESIRED
 
 ROBOT = "rbd_arm7"
 JOINTS = [f"joint{i}" for i in range(1, 8)]
-NODE_NAME = "rbd_dynamics"
 # computed torque: the error obeys e'' + kd e' + kp e = 0 per joint (H(q) scales the gains
 # into torques, so the wrist and the shoulder get the same bandwidth).  omega = 30 rad/s,
 # critically damped: kd * (1..3 ms of loop delay) stays far below a radian of phase.
@@ -87,7 +82,7 @@ def _stamp(msg) -> float:
     return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
 
 
-class ClosedLoop:
+class ClosedLoop(LoopProcesses):
     """The node and the sim driver in subprocesses under namespace ``/ns``, and an rclpy
     node here (own context, spun in a thread) that records ``joint_states`` (and
     optionally ``~/effort_command_state``), streams desired states from a function of
@@ -139,11 +134,9 @@ class ClosedLoop:
         deep = QoSProfile(depth=1000, reliability=ReliabilityPolicy.BEST_EFFORT)
         self.node.create_subscription(JointState, f"/{self.ns}/joint_states", self._on_state, deep)
         self.record_commands = record_commands
-        if self.lock_step:   # commands pass through here on their way to the driver
-            reliable = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-            self.pub_relay = self.node.create_publisher(JointState, f"/{self.ns}/lock_step_command", reliable)
-            self.node.create_subscription(JointState, f"{self.fqn}/effort_command_state",
-                                          self._on_lock_step_command, reliable)
+        self.pub_relay = None     # lock-step: commands pass through here on their way to the driver
+        if self.lock_step:
+            self._relay_commands()
         elif record_commands:
             self.node.create_subscription(JointState, f"{self.fqn}/effort_command_state",
                                           self._on_command, deep)
@@ -163,59 +156,6 @@ class ClosedLoop:
             th.start()
 
     # ------------------------------------------------------------ processes
-    def _env(self):
-        env = dict(os.environ)
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-        env["PYTHONUNBUFFERED"] = "1"
-        env["RCUTILS_COLORIZED_OUTPUT"] = "0"
-        return env
-
-    def _popen(self, what, args):
-        log = tempfile.NamedTemporaryFile("w+", prefix=f"rbd_{what}_{self.ns}_", suffix=".log",
-                                          delete=False)
-        self._tmp.append(log.name)
-        self._logs[what] = log.name
-        return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=self._env())
-
-    def log(self, what: str) -> str:
-        """The output of 'node' or 'sim' so far."""
-        try:
-            with open(self._logs[what]) as f:
-                return f.read()
-        except (KeyError, OSError):
-            return ""
-
-    def start_node(self):
-        params = {"urdf_file": self.robot, "diagnostics_period": 0.2, **self.node_params}
-        pf = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
-        yaml.safe_dump({f"/**/{NODE_NAME}": {"ros__parameters": params}}, pf)
-        pf.close()
-        self._tmp.append(pf.name)
-        self.node_proc = self._popen("node", [sys.executable, "-m", "rbd_ros.node", "--ros-args",
-                                              "-r", f"__ns:=/{self.ns}", "--params-file", pf.name])
-
-    def wait_node_ready(self, timeout=60.0) -> bool:
-        """Until the node's /diagnostics shows its model (it then waits for joint states)."""
-        return self._wait(lambda: self.node_status is not None
-                          and self.node_status.get("model") not in (None, ""), timeout,
-                          self.node_proc)
-
-    def start_sim(self):
-        p = {"urdf_file": self.robot, "initial_positions": list(self.q0),
-             "command_timeout": 0.05, **self.sim_params}
-        if self.lock_step:
-            p["lock_step"] = True
-        args = [sys.executable, "-m", "rbd_ros.sim", "--ros-args", "-r", f"__ns:=/{self.ns}",
-                # the wiring: the driver's effort input <- the node's ~/effort_command (real
-                # time), or its stamped twin ~/effort_command_state through this process
-                # (lock-step, _on_lock_step_command)
-                "-r", f"effort_command:={self.fqn}/effort_command",
-                "-r", f"effort_command_state:=/{self.ns}/lock_step_command"]
-        for k, v in p.items():
-            args += ["-p", f"{k}:={v}"]
-        self.sim_proc = self._popen("sim", args)
-
     def wait_states(self, n=50, timeout=30.0) -> bool:
         return self._wait(lambda: len(self.states) >= n, timeout, self.sim_proc)
 
@@ -248,22 +188,6 @@ class ClosedLoop:
                 return False
             time.sleep(0.02)
         return bool(pred())
-
-    def stop_node(self, timeout=10.0) -> int | None:
-        return self._stop_proc(self.node_proc, timeout)
-
-    @staticmethod
-    def _stop_proc(proc, timeout):
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        return proc.returncode
 
     def close(self):
         self._stop.set()
@@ -301,13 +225,38 @@ class ClosedLoop:
         with self.lock:
             self.states.append(item)
 
+    def _relay_commands(self):
+        reliable = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+        self._relay_records = self.record_commands and self.lock_step     # (else _on_command does)
+        self.pub_relay = self.node.create_publisher(JointState, f"/{self.ns}/lock_step_command", reliable)
+        self.node.create_subscription(JointState, f"{self.fqn}/effort_command_state",
+                                      self._on_lock_step_command, reliable)
+
     def _on_lock_step_command(self, msg):
-        """lock_step: the node's command for a joint state -> (recorded,) the desired state
-        for the next joint state, then the command to the driver."""
-        if self.record_commands:
+        """The node's command for a joint state -> (recorded,) in lock-step the desired
+        state for the next joint state, then the command to the driver."""
+        if self._relay_records:
             self._on_command(msg)
-        self._send_desired(_stamp(msg) + self.state_period, msg.header.stamp)
-        self.pub_relay.publish(msg)
+        if self.lock_step:
+            self._send_desired(_stamp(msg) + self.state_period, msg.header.stamp)
+            self.pub_relay.publish(msg)
+
+    def set_lock_step(self, on: bool) -> None:
+        """Switch the loop (the driver's run-time ``lock_step`` and this harness) between
+        lock-step and real time.  To real time the driver's stamps start again from the
+        clock: the recorded states and commands are dropped (their stamps were simulated
+        time)."""
+        if on:
+            if self.pub_relay is None:
+                self._relay_commands()
+            self.lock_step = True           # (relaying before the driver waits for it)
+        res = self.set_sim_params(lock_step=bool(on))
+        assert all(ok for ok, _ in res), res
+        if not on:
+            self.lock_step = False
+            with self.lock:
+                self.states.clear()
+                self.commands.clear()
 
     def _send_desired(self, t: float, stamp) -> None:
         """Publish desired_fn(t) (nothing if it or its result is None), stamped ``stamp``."""

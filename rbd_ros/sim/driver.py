@@ -85,7 +85,8 @@ def main(args=None):
             s = driver.stats
             print(
                 f"[sim_driver] stopped after {s['steps']} steps: {s['overruns']} overruns (> 1 period late), "
-                f"max lateness {s['late_max_ms']:.2f} ms, {s['resyncs']} resyncs", file=sys.stderr)
+                f"max lateness {s['late_max_ms']:.2f} ms, {s['resyncs']} resyncs (real time); "
+                f"{s['lock_step_timeouts']} timeouts (lock-step)", file=sys.stderr)
             driver.destroy()
         if rclpy.ok():
             rclpy.shutdown()

@@ -17,6 +17,7 @@ publishing, ``wait`` after) and the thread that receives the commands (``offer``
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 
@@ -86,11 +87,16 @@ class Handshake:
             self.unmatched += 1
             return False
 
-    def wait(self, timeout: float):
-        """The awaited command (efforts), or None after ``timeout`` s without it; either way
-        nothing is awaited afterwards until the next :meth:`expect`."""
+    def wait(self, timeout: float, stop=None):
+        """The awaited command (efforts), or None after ``timeout`` s without it or as soon as
+        ``stop()`` (checked every 0.1 s) is true; either way nothing is awaited afterwards
+        until the next :meth:`expect`."""
+        end = time.monotonic() + timeout
         with self._cond:
-            if self._got is None:
-                self._cond.wait_for(lambda: self._got is not None, timeout)
+            while self._got is None:
+                left = end - time.monotonic()
+                if left <= 0 or (stop is not None and stop()):
+                    break
+                self._cond.wait(min(left, 0.1))
             got, self._got, self._await = self._got, None, None
             return got

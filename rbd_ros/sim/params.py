@@ -102,7 +102,7 @@ def read_params(declare) -> SimParams:
     p.rate = float(declare("rate", 1000.0, "physics steps per second (real time); MuJoCo's timestep is 1/rate"))
     p.publish_rate = float(declare("publish_rate", 0.0, "joint_states rate in Hz; 0 = every step"))
     p.command_timeout = float(declare("command_timeout", 0.05, "s; older commands are replaced by zero effort "
-                                      "(lock_step: in simulated time)"))
+                                      "(lock_step: in simulated time); settable at run time", read_only=False))
     # (closed-loop demo/tests: a controller that connects seconds after start-up would
     # otherwise find the arm fallen and spinning)
     p.wait_for_command = bool(declare(
@@ -118,7 +118,8 @@ def read_params(declare) -> SimParams:
     p.lock_step = bool(declare(
         "lock_step", False, "step only when the command answering the last published joint state "
         "(effort_command_state, stamped with that state's stamp) has arrived, or after "
-        "lock_step_timeout; stamps are simulated time (steps x period)"))
+        "lock_step_timeout; stamps are simulated time (steps x period); settable at run time",
+        read_only=False))
     p.lock_step_timeout = float(declare(
         "lock_step_timeout", 1.0, "s (wall clock); lock_step: step without the awaited command after "
         "this long (counted in /diagnostics as lock_step_timeouts; before the first command the "
@@ -194,3 +195,23 @@ def _floating(p: SimParams, declare) -> None:
         raise ValueError(f"contact_friction: expected a finite number >= 0, got {p.contact_friction}")
     if not math.isfinite(p.ground_height):
         raise ValueError(f"ground_height: expected a finite number of m, got {p.ground_height}")
+
+
+def run_time_values(items):
+    """(name, value) pairs of a parameter change -> ({name: value} of those the driver takes
+    while running: lock_step, clamp_effort, lock_step_timeout, command_timeout;
+    wrench_duration is checked only: it is read per message), None), or (None, the reason
+    naming the parameter) to refuse the change as a whole."""
+    take = {}
+    for name, value in items:
+        if name in ("clamp_effort", "lock_step"):
+            if not isinstance(value, bool):
+                return None, f"{name}: expected true or false, got {value!r}"
+            take[name] = value
+        elif name in ("wrench_duration", "lock_step_timeout", "command_timeout"):
+            if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+                    and value > 0):
+                return None, f"{name}: expected a number of s > 0, got {value!r}"
+            if name != "wrench_duration":
+                take[name] = float(value)
+    return take, None

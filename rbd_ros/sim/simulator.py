@@ -25,7 +25,7 @@ joint state it waits for the command stamped with that state's stamp, on
   (its age counted from its arrival in the middleware, not from its callback);
   a command of the wrong length or with NaN/inf is dropped (throttled warning,
   counted in ``/diagnostics``);
-* with ``lock_step`` instead subscribes to ``effort_command_state``
+* with ``lock_step`` (switchable at run time) takes its commands from ``effort_command_state``
   (sensor_msgs/JointState: ``name`` = the driver's joints in any order, ``effort``,
   ``header.stamp`` = the stamp of the joint state it answers); a step takes the
   command that answers the last published state; after ``lock_step_timeout``
@@ -65,7 +65,7 @@ import numpy as np
 from rbd_ros.robots import read_description
 from rbd_ros.sim.actuators import Actuators
 from rbd_ros.sim.lockstep import CommandOrder, Handshake
-from rbd_ros.sim.params import read_params
+from rbd_ros.sim.params import read_params, run_time_values
 from rbd_ros.sim.status import status_values
 
 NODE_NAME = "sim_driver"
@@ -198,10 +198,10 @@ class SimDriver:
         self.handshake = Handshake()
         self._order = CommandOrder(self.joints)
         self.counts["dropped_wrong_joints"] = 0
-        if self.lock_step:     # commands stamped with the state they answer (lockstep.py)
-            self.sub = n.create_subscription(JointState, "effort_command_state", self._on_command_state, 10)
-        else:
-            self.sub = n.create_subscription(Float64MultiArray, "effort_command", self._on_command, 10)
+        # both inputs: real time takes the latest effort_command, lock-step the effort_command_state
+        # stamped with the state it waits on (lockstep.py); lock_step can be switched at run time
+        self.sub = n.create_subscription(Float64MultiArray, "effort_command", self._on_command, 10)
+        self.sub_state = n.create_subscription(JointState, "effort_command_state", self._on_command_state, 10)
         self.wrench = WrenchSchedule(self.mjm, self.model, self.rate)
         self.counts["wrenches_dropped"] = 0
         self._WrenchStamped = WrenchStamped
@@ -220,7 +220,8 @@ class SimDriver:
         n.get_logger().info(
             f"simulating '{self.model.name}' ({self.source}) at {self.rate:g} Hz "
             f"{'in lock-step with its commands' if self.lock_step else 'in real time'}, joints {self.joints}, "
-            f"commands on {self.sub.topic_name}, states on {self.pub_js.topic_name} "
+            f"commands on {(self.sub_state if self.lock_step else self.sub).topic_name}, "
+            f"states on {self.pub_js.topic_name} "
             f"every {self.publish_every} step(s)")
 
     # ------------------------------------------------------------ commands
@@ -232,6 +233,8 @@ class SimDriver:
         if info.get("received_timestamp"):
             waited = (time.time_ns() - info["received_timestamp"]) * 1e-9
             now -= min(max(waited, 0.0), 3600.0)   # a wall-clock jump: at most "very old"
+        if self.lock_step:                    # (lock-step takes effort_command_state)
+            return
         data = np.asarray(msg.data, dtype=np.float64)
         reason = None
         if data.shape != (len(self.joints),):
@@ -249,6 +252,8 @@ class SimDriver:
     def _on_command_state(self, msg):
         """lock_step: a command stamped with the joint state it answers (sensor_msgs/JointState:
         name, effort; the node's ~/effort_command_state); checked, then offered to the loop."""
+        if not self.lock_step:                # (real time takes effort_command)
+            return
         effort, reason, text = self._order.order(msg.name, msg.effort)
         if reason is not None:
             self._drop(reason, text)
@@ -264,27 +269,16 @@ class SimDriver:
             self.node.get_logger().warning(f"effort command dropped: {text}")
 
     def _check_parameters(self, params):
-        """The run-time parameters: wrench_duration (read per message), lock_step_timeout and
-        clamp_effort (taken here); all or nothing."""
+        """The run-time parameters (params.run_time_values): all or nothing; wrench_duration
+        is read per message, the others are taken here (the loop reads them)."""
         from rcl_interfaces.msg import SetParametersResult  # (rclpy imports: see __init__)
-        timeout = clamp = None
-        for p in params:
-            if p.name == "clamp_effort":
-                if not isinstance(p.value, bool):
-                    return SetParametersResult(successful=False,
-                                               reason=f"clamp_effort: expected true or false, got {p.value!r}")
-                clamp = p.value
-            if p.name in ("wrench_duration", "lock_step_timeout"):
-                x = p.value
-                if not (isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0):
-                    return SetParametersResult(successful=False,
-                                               reason=f"{p.name}: expected a number of s > 0, got {x!r}")
-                if p.name == "lock_step_timeout":
-                    timeout = float(x)
-        if timeout is not None:
-            self.lock_step_timeout = timeout
-        if clamp is not None:
-            self.actuators.clamp = clamp
+        take, reason = run_time_values((p.name, p.value) for p in params)
+        if reason is not None:
+            return SetParametersResult(successful=False, reason=reason)
+        if "clamp_effort" in take:
+            self.actuators.clamp = take.pop("clamp_effort")
+        for name, value in take.items():
+            setattr(self, name, value)
         return SetParametersResult(successful=True)
 
     def _on_wrench(self, msg):
@@ -325,9 +319,14 @@ class SimDriver:
     def stop(self):
         self._stop.set()
 
+    def _stopping(self) -> bool:
+        """stop() was called or the context shut down (SIGINT): a lock-step wait ends."""
+        return self._stop.is_set() or not self.context_ok()
+
     def run(self):
         """Step until :meth:`stop`, SIGINT or the context shuts down: in real time, or in
-        lock-step with the commands (``lock_step``)."""
+        lock-step with the commands (``lock_step``, switchable at run time: to real time the
+        deadlines and stamps start again from the clock; to lock-step the stamps go on)."""
         mujoco = self._mujoco
         mjm, d = self.mjm, self.data
         dof, qadr = self.map.dof, self.map.qpos
@@ -339,7 +338,6 @@ class SimDriver:
         pub = self.pub_js.publish
         js = self.js
         period = 1.0 / self.rate
-        timeout = self.command_timeout
         every = self.publish_every
         stats = self.stats
         shared = self._shared
@@ -352,32 +350,39 @@ class SimDriver:
         t0 = time.monotonic()
         ros0 = clock.now().nanoseconds      # stamps: ros0 + steps * period (the state's simulated time)
         period_ns = 1e9 * period
-        timeout_ns = int(timeout * 1e9)
         k = 0
         next_diag = t0 + self.diag_period
         late_hist = []                      # real time: lateness of each step; lock-step: the waits
         work_hist = []
         awaiting = None                     # lock-step: stamp of the published state to be answered
         held = None                         # lock-step: (efforts, stamp) of the last command taken
-        commanded = False                   # a command has been taken (wait_for_command)
+        commanded = False                   # a command has been taken (wait_for_command; sticky)
         try:
             while not self._stop.is_set():
+                timeout = self.command_timeout      # (run-time parameters)
+                timeout_ns = int(timeout * 1e9)
+                if self.lock_step != lock:          # switched at run time
+                    lock, awaiting = self.lock_step, None
+                    if not lock:                    # to real time: deadlines and stamps from the clock now
+                        t0, k = time.monotonic(), 0
+                        ros0 = clock.now().nanoseconds
                 if lock:
                     step_ns = ros0 + int((k + 1) * period_ns)   # the time of the state it makes
                     if awaiting is not None:
                         now = time.monotonic()
                         # before the first command nobody is late: the state is sent again soon
                         # (its first copies can go out before the controller is discovered)
-                        got = hs.wait(self.lock_step_timeout if commanded else min(0.1, self.lock_step_timeout))
+                        got = hs.wait(self.lock_step_timeout if commanded else min(0.1, self.lock_step_timeout),
+                                      self._stopping)
                         if got is not None:
                             late_hist.append(time.monotonic() - now)
                             held, commanded = (got, awaiting), True
                         else:
+                            if self._stopping():            # stop(), or SIGINT shut the context down
+                                break
                             if commanded:
                                 late_hist.append(time.monotonic() - now)
                                 stats["lock_step_timeouts"] += 1
-                            if not self.context_ok():       # SIGINT shut the context down
-                                break
                         awaiting = None
                         # the command taken, else the last one while younger than command_timeout
                         # in simulated time, else zero effort
@@ -407,7 +412,7 @@ class SimDriver:
                     late_hist.append(late)
                     step_ns = ros0 + int((k + 1) * period_ns)   # the time of the state it makes
                     cmd = self._cmd
-                    commanded = cmd is not None
+                    commanded = commanded or cmd is not None
                     if cmd is not None and now - cmd[1] <= timeout:
                         command[:] = cmd[0]
                         self.stale = False
