@@ -50,8 +50,11 @@ TRAJ_S = 2.0                       # s: the demo trajectory, played faster than 
 # loop's timing: 2-9 and 0.7-1.6 N m)
 TRAJ_THRESHOLD = {"commanded": 0.05, "measured": 0.05}
 MODEL = rbd.Model.from_urdf(ARM_URDF)
+# the lock-step driver holds each command over the two physics steps between the joint
+# states it publishes and reports it as the state's effort: the held rule is exact there
+# (the node's default trapezoid is off by ~h/2 |dtau/dt|: 0.7 N m on the trajectory)
 NODE = dict(demo.NODE_PARAMS, **demo.LOCK_STEP_NODE_PARAMS, observer=True, observer_gain=K,
-            observer_torque_source="measured",
+            observer_torque_source="measured", observer_torque_held=True,
             collision_thresholds=[THRESHOLD])       # contact_frame: the default (the flange)
 
 # MuJoCo's side: the sim's own model of the arm, for the Jacobian of the flange body

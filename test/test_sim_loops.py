@@ -17,13 +17,9 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco", reason="sim driver: pip install '.[sim]'")
 
-import rbd_ros.core as rbd  # noqa: E402
-
-if not hasattr(rbd, "Constraint"):     # (the core's loop closures: issue 24, branch loops-core)
-    pytest.skip("this tree's core has no loop closures (rbd.Constraint)", allow_module_level=True)
-
 from ros_harness import unique_ns, wait_for  # noqa: E402
 
+import rbd_ros.core as rbd  # noqa: E402
 from rbd_ros.robots import bundled_robot_path  # noqa: E402
 from rbd_ros.sim.loops import check_realisation, close_at_start  # noqa: E402
 from rbd_ros.sim.mujoco_model import JointMap, SimModelError, load_urdf  # noqa: E402
