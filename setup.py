@@ -91,6 +91,6 @@ setup(
             "rbd_identify = rbd_ros.tools.identify:main",
         ],
         # more steps for rbd_precompile (rbd_ros/core/compile_steps.py): the node's own kernels
-        "rbd_ros.precompile": ["node = rbd_ros.node.warmup:precompile_steps"],
+        "rbd_ros.precompile": ["node = rbd_ros.node.model_build:precompile_steps"],
     },
 )

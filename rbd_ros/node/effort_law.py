@@ -64,13 +64,6 @@ FALLBACK_STALE = "desired state older than max_desired_age"
 FAILED = -1  # command(): the result was not finite (nothing to publish)
 
 
-def float_buffer(n: int) -> tuple[array.array, np.ndarray]:
-    """A float64 array.array (what rclpy messages hold without copying) and a numpy view on
-    it (runtime.py's output buffers use it too)."""
-    buf = array.array("d", bytes(8 * n))
-    return buf, np.frombuffer(buf, dtype=np.float64)
-
-
 def _f64(x) -> np.ndarray:
     if isinstance(x, array.array) and x.typecode == "d":
         return np.frombuffer(x, dtype=np.float64)
@@ -248,11 +241,12 @@ def make_settings(p, rt) -> Settings:
 # --------------------------------------------------------------------------- law
 
 class CommandLaw:
-    """Desired state and command buffers of one Robot (``rt``: dof_names, dof_index,
-    dof_q, dof_v, out_v, mimic, model, q, v).  Used by the control thread only, except
+    """The desired state of one Robot (``rt``: dof_names, dof_index, dof_q, dof_v, out_v,
+    mimic, model, q, v) and the law writing into ``cmd`` and ``ff`` (numpy arrays of
+    ``rt.nout``: the command term's buffers).  Used by the control thread only, except
     ``settings``, which the background thread replaces as one object."""
 
-    def __init__(self, rt):
+    def __init__(self, rt, cmd: np.ndarray, ff: np.ndarray):
         self.rt = rt
         model = rt.model
         nv, n = model.nv, rt.nout
@@ -274,9 +268,9 @@ class CommandLaw:
         self.a_cmd = np.zeros(nv)
         self.tau = np.zeros(nv)         # RNEA result of the command (computed_torque)
         self.tau_ff = np.zeros(nv)      # RNEA result of the feed-forward
-        # outputs: the Robot's cmd and ff buffers (numpy views of what the messages hold)
-        self.cmd = rt.arrays["cmd"]
-        self.ff = rt.arrays["ff"]
+        # outputs: numpy views of what the messages hold
+        self.cmd = cmd
+        self.ff = ff
         self._cache: dict = {}
         self._required = frozenset(rt.dof_index[nm] for nm in rt.out_names)
 
@@ -407,18 +401,19 @@ class CommandLaw:
         self._ff_for = s
         return True
 
-    def command(self, now: float, s: Settings):
-        """The command for the measured state (rt.q, rt.v; rt.g computed) into ``cmd``.
-        Returns (number of clamped joints or FAILED, fallback reason or None)."""
+    def command(self, now: float, s: Settings, g: np.ndarray):
+        """The command for the measured state (rt.q, rt.v) into ``cmd``; ``g``: g(q) in
+        ``joints`` order (the gravity and hold laws use it).  Returns (number of clamped
+        joints or FAILED, fallback reason or None)."""
         rt = self.rt
         reason = self.fallback_reason(now, s)
         if reason is not None:
-            r = _finish_k(rt.g, self.sel_out, rt.v, self.out_v, True, s.hold, False,
+            r = _finish_k(g, self.sel_out, rt.v, self.out_v, True, s.hold, False,
                           self.damping, self.friction, s.eps, s.clamp, s.limit, self.cmd)
             return r, reason
         mode = s.mode
         if mode == MODE_GRAVITY:
-            r = _finish_k(rt.g, self.sel_out, rt.v, self.out_v, False, s.hold, s.friction,
+            r = _finish_k(g, self.sel_out, rt.v, self.out_v, False, s.hold, s.friction,
                           self.damping, self.friction, s.eps, s.clamp, s.limit, self.cmd)
         elif mode == MODE_FEEDFORWARD:
             if not self.feedforward(s):
@@ -440,7 +435,7 @@ class CommandLaw:
     def warm_kernels(self) -> None:
         """Compile the law's own kernels, not the core's RNEA (``rbd.rnea_into``, called from
         Python here): what the first start's helper process compiles into numba's disk
-        cache while the node compiles RNEA (``warmup.warm_control_path``).  Same argument
+        cache while the node compiles RNEA (``model_build.warm_control_path``).  Same argument
         types as the real calls; leaves no desired state."""
         rt = self.rt
         names = list(rt.out_names)
@@ -467,7 +462,7 @@ class CommandLaw:
                      limit=np.full(rt.nout, np.inf), limit_source="URDF")
         self.set_desired(list(rt.out_names), [0.0] * rt.nout, [], [], 0.0)
         self.feedforward(s)
-        self.command(0.0, s)
+        self.command(0.0, s, self.cmd)
         self.clear_desired()
         self.cmd[:] = 0.0
         self.ff[:] = 0.0

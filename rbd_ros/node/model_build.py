@@ -1,7 +1,8 @@
 """Building the node's model (ROS-light: no rclpy, no DDS): URDF -> Model (+ armature,
-+ payloads) -> Robot, warmed up (``build_robot``); the same Robot's model with another
-payload set (``with_payloads``, cheap: the URDF is not parsed again); the ``armature``
-parameter -> the model's vector.
++ payloads) -> Robot, warmed up (``build_robot``; ``warm_control_path``, and the node's
+steps of ``rbd_precompile``); the same Robot's model with another payload set
+(``with_payloads``, cheap: the URDF is not parsed again); the ``armature`` parameter ->
+the model's vector.
 
 Payloads follow the model: after a new robot description, a payload whose link still
 exists is re-attached, one whose link is gone is dropped (listed in
@@ -10,13 +11,15 @@ exists is re-attached, one whose link is gone is dropped (listed in
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
 import rbd_ros.core as rbd
+from rbd_ros.core import registry
+from rbd_ros.node import effort_law, recent, warmup
 from rbd_ros.node.payload import DEFAULT_FRICTION_VELOCITY_EPS, PayloadError, check_removal, relabel
-from rbd_ros.node.robot import Robot
-from rbd_ros.node.warmup import warm_up
+from rbd_ros.node.robot import Robot, merge_k, warm_merge
 
 
 def attach(model, payloads) -> "rbd.Model":
@@ -90,17 +93,74 @@ def payloads_text(model) -> str:
     return ", ".join(f"{k}: {pl[k][0]:g} kg" for k in sorted(pl)) if pl else "none"
 
 
+# ----------------------------------------------------------------------------- warm-up
+
+def node_kernels():
+    """The node's own numba kernels (joint-state merge, effort law, recent joint states)."""
+    return (merge_k,) + effort_law.KERNELS + recent.KERNELS
+
+
+def precompile_steps(model):
+    """The node's steps of ``rbd_precompile`` (entry point group ``rbd_ros.precompile``):
+    (name, function, group).  ``crba (one state)`` is what the first start's helper
+    compiles for the node (compensation_into calls CRBA); the names are
+    ``warmup.HELPER_STEPS``."""
+    q = model.neutral()
+
+    def law():
+        rt = Robot(model, (), "precompile")
+        effort_law.CommandLaw(rt, np.zeros(rt.nout), np.zeros(rt.nout)).warm_kernels()
+
+    def merge():
+        warm_merge(model.nq, model.nv, model.nv)
+        recent.RecentStates(model.nq, model.nv, (), 0.01, 100.0)     # compiles its kernel
+
+    return [("crba (one state)", lambda: rbd.crba(model, q), 0),
+            ("node command law kernels", law, 0),
+            ("node merge kernel", merge, 0)]
+
+
+def warm_control_path(rt, log=None) -> None:
+    """Compile and run once what the node's torque topics use (warmup.py's module
+    docstring): RNEA here while, from a cold cache, a helper process compiles CRBA, the
+    command law's and the merge kernel; then ``compensation_into`` and the merge kernel.
+    The terms warm up their own kernels when they are made for the Robot (loading them
+    from the cache the helper filled)."""
+    t0, was_cold = warmup.announce("control-path", warmup.CONTROL_PATH, node_kernels(), warmup.CONTROL_PATH_S, log)
+    helper = warmup.compile_in_helper() if was_cold else None
+    model = rt.model
+    q = np.array(model.neutral(), dtype=np.float64)
+    z = np.zeros(model.nv)
+    rbd.rnea_into(model, q, z, z, np.empty(model.nv))      # RNEA (meanwhile the helper: CRBA)
+    if helper is not None:          # compensation_into needs CRBA: its cache entry first
+        warmup.wait_for_helper(helper, lambda: registry.cached(["crba"]))
+    rbd.compensation_into(model, q, z, rt.out_v, np.empty(rt.nout), np.empty(rt.nout),
+                          np.empty(rt.nout * rt.nout))
+    if helper is not None:          # then the helper's rest: command law, merge kernel
+        warmup.wait_for_helper(helper, lambda: False)
+    warm_merge(model.nq, model.nv, rt.ndof)     # the merge kernel as Robot.update calls it
+    if was_cold:
+        warmup.log_line(log, warmup.ready_line("control-path", time.perf_counter() - t0))
+
+
 # ----------------------------------------------------------------------------- building
 
 def _finish(model, joints, source, options, warm: bool = True, services: bool = False) -> Robot:
-    """The Robot; ``warm``: run every kernel this process needs once
-    (warmup.warm_up). A payload change skips it: the kernels are compiled already, and
-    whether forward dynamics works for the new model is found (and logged) by the
-    service worker's own warm-up."""
+    """The Robot; ``warm``: compile (numba) and run once the kernels this process needs,
+    so that no message pays a compile: the control path's in the node
+    (``warm_control_path``), the services' in the service worker
+    (``warmup.warm_services``, which also sets ``rt.fd_error``: a model whose H is
+    singular -- a massless leaf -- still has g, b, H and inverse dynamics; its forward
+    dynamics requests are refused one by one).  A payload change skips it: the kernels
+    are compiled already, and whether forward dynamics works for the new model is found
+    (and logged) by the service worker's own warm-up."""
     rt = Robot(model, joints, source)
     rt.options = options
     if warm:
-        warm_up(rt, services)
+        if services:
+            warmup.warm_services(rt)
+        else:
+            warm_control_path(rt)
     return rt
 
 

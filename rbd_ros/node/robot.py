@@ -1,11 +1,10 @@
-"""ROS-free part of the node: a loaded model with its name maps, the merged
-joint state (and measured efforts), the output buffers (one per term of
-``terms.TERMS``), and the command law with its desired state (``Robot.law``,
-effort_law.py).
+"""ROS-free part of the node: a loaded model with its name maps and the merged joint
+state (positions, velocities, measured efforts, their receive times).
 
-One ``Robot`` is built per robot description (off the control path) and
-swapped in atomically; the control path only ever reads ``node.runtime`` once
-per message.  No dynamics maths here: everything goes through ``rbd_ros.core``.
+One ``Robot`` is built per robot description (off the control path) and swapped in
+atomically with its output terms (term.py; they own the buffers and everything
+computed from the state); the control path reads the pair once per message.  No
+dynamics maths here: everything goes through ``rbd_ros.core``.
 """
 from __future__ import annotations
 
@@ -16,8 +15,6 @@ import numpy as np
 from numba import njit
 
 import rbd_ros.core as rbd
-from rbd_ros.node import terms
-from rbd_ros.node.effort_law import CommandLaw
 
 # reasons a joint-state message is dropped (diagnostics keys)
 DROP_SIZE = "size_mismatch"
@@ -173,22 +170,8 @@ class Robot:
         self.tau_meas = np.zeros(nv)
         self.effort_stamp = np.full(self.ndof, -math.inf)
         self.efforts_ok = False     # every DOF's latest position came with its effort (update())
+        self.efforts_bad = False    # the last message carried efforts, some NaN/inf (update())
         self.merged = False         # the last update() merged some joint of the model
-        # output buffers, one per term of terms.TERMS: array.array shared with the messages,
-        # numpy views to write into (joints order)
-        self.bufs = terms.buffers(self)
-        self.arrays = {k: view for k, (_, view) in self.bufs.items()}
-        self.g, self.b, self.h = self.arrays["g"], self.arrays["b"], self.arrays["h"]
-        # ~/effort_command and ~/feedforward_torques: the command law (effort_law.py) writes
-        # into the cmd and ff buffers
-        self.law = CommandLaw(self)
-        self.cmd, self.ff = self.law.cmd, self.law.ff
-        # the momentum observer (control_step.py; None while the parameter observer is off)
-        self.observer = self.observer_settings = self.detector = self.collision_state = None
-        self.cmd_prev = np.zeros(nv)      # the last effort command, model order (what the joints got)
-        self.cmd_prev_valid = False
-        # the recent complete joint states for ~/estimate_payload (recent.py; ControlStep.bind sets it)
-        self.recent = None
 
     # ---------------------------------------------------------------- names
     def unknown_joint_text(self, name: str, field: str) -> str:
@@ -258,6 +241,9 @@ class Robot:
         nvel = len(velocity)
         if nvel not in (0, n):
             return DROP_SIZE, f"velocity has {nvel} entries for {n} names (expected {n} or 0)"
+        neff = len(effort) == n and n > 0
+        # NaN/inf among the efforts (sum: no allocation; a NaN anywhere makes it NaN)
+        self.efforts_bad = neff and not math.isfinite(sum(effort))
         src, dst, dst_q, dst_v, unknown, dup = self._lookup(names)
         if dup:
             return DROP_DUPLICATE, "a joint name appears twice in one message"
@@ -268,7 +254,6 @@ class Robot:
         self.merged = True
         p = _f64(position)
         vv = _f64(velocity) if nvel else p
-        neff = len(effort) == n and n > 0
         e = _f64(effort) if neff else p
         code, self.oldest, self.efforts_ok = merge_k(p, vv, nvel > 0, e, neff, src, dst, dst_q, dst_v, self.q_limit,
                                                      STATE_LIMIT, self.q, self.v, self.stamp, self.tau_meas,
@@ -314,9 +299,7 @@ class Robot:
         return missing, stale
 
     def adopt_state(self, old: "Robot") -> None:
-        """Carry the latest joint values (and the desired state, see CommandLaw.adopt)
-        over from the previous model (same names)."""
-        self.law.adopt(old.law)
+        """Carry the latest joint values over from the previous model (same names)."""
         for i, n in enumerate(self.dof_names):
             j = old.dof_index.get(n)
             if j is not None:
@@ -324,14 +307,3 @@ class Robot:
                 self.v[self.dof_v[i]] = old.v[old.dof_v[j]]
                 self.stamp[i] = old.stamp[j]
         self.oldest = float(self.stamp.min())
-
-    # ------------------------------------------------------------ compute
-    def compute(self, bias: bool, inertia: bool) -> None:
-        """Fill g (and b, H) for the current state in output order, in one core call.
-        Raises ValueError (nothing to publish) if the state or a result is not finite."""
-        rbd.compensation_into(self.model, self.q, self.v, self.out_v, self.g,
-                              self.b if bias else None, self.h if inertia else None)
-
-    def buffer(self, key: str):
-        """The array.array of term ``key`` (what its messages carry)."""
-        return self.bufs[key][0]
