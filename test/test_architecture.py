@@ -1,7 +1,8 @@
 """The code's shape (issue 16): the import graph is ARCHITECTURE.md's layer picture
 (import-linter's contracts in pyproject.toml), imports sit at module level (inside a
 function only with a comment saying why: an optional or heavy dependency, or a signal
-handler that must come first), no module under rbd_ros/ is over 500 lines."""
+handler that must come first), no module under rbd_ros/ is over 500 lines, and the
+node's longest import chain is at most 6 modules (issue 23)."""
 import ast
 import glob
 import os
@@ -63,3 +64,43 @@ def test_the_checker_sees_an_unexplained_import(tmp_path):
 def test_no_module_over_500_lines():
     long = {os.path.relpath(p, ROOT): n for p in SOURCES if (n := len(open(p).read().splitlines())) > 500}
     assert long == {}
+
+
+def _package_imports(folder, package):
+    """{module: set of modules of ``package`` it imports} for the .py files of ``folder``,
+    counting imports inside functions too."""
+    mods = {f"{package}.{f[:-3]}": os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".py")}
+    edges = {}
+    for m, path in mods.items():
+        found = set()
+        for node in ast.walk(ast.parse(open(path).read())):
+            if isinstance(node, ast.ImportFrom) and node.module == package:
+                found |= {f"{package}.{a.name}" for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                found.add(node.module)
+            elif isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+        edges[m] = {d for d in found if d in mods and d != m}
+    return edges
+
+
+def _longest_chain(edges):
+    """The longest import chain (a list of modules) of an acyclic import graph."""
+    memo = {}
+
+    def walk(m):
+        if m not in memo:
+            memo[m] = [m] + max((walk(d) for d in edges[m]), key=len, default=[])
+        return memo[m]
+    return max((walk(m) for m in edges), key=len)
+
+
+def test_the_node_imports_at_most_six_modules_deep():
+    chain = _longest_chain(_package_imports(os.path.join(ROOT, "rbd_ros", "node"), "rbd_ros.node"))
+    assert 4 <= len(chain) <= 6, " -> ".join(chain)     # (a chain this short is real: main -> dynamics_node ...)
+
+
+def test_the_chain_measure_sees_a_long_chain(tmp_path):
+    for k in range(7):      # the sentinel: m0 -> m1 -> ... -> m6 is 7 deep
+        (tmp_path / f"m{k}.py").write_text(f"def f():\n    from pkg import m{k + 1}  # why\n" if k < 6 else "")
+    assert len(_longest_chain(_package_imports(str(tmp_path), "pkg"))) == 7
