@@ -25,6 +25,7 @@ ROS-free; depends on numpy, numba and urdf-parser-py only.
     qdd, lam = rbd.constrained_forward_dynamics(model, q, v, tau)   # closed loops (model.constraints)
     res = rbd.constrained_inverse_dynamics(model, q, v, a, actuated=["crank"])  # res.tau, res.lam
     q = rbd.close_loops(model, q, fixed=["crank"])     # assemble: the passive joints closing the loops
+    lc = rbd.LoopCompletion(model, ["crank"]); lc.positions(q)   # the same per sample, in place
 
 The algorithms are declared in ``registry.py``; their public functions are made
 from it (``api.py``).  Conventions: see doc/core.md (joint order, free-flyer
@@ -44,6 +45,7 @@ from .constraints.api import (
     constraint_velocity,
 )
 from .constraints.closure import close_loops, loop_velocity
+from .constraints.completion import LoopCompletion, LoopsNotClosed
 from .constraints.constraint import Constraint
 from .contact import CollisionDetector, external_wrench, external_wrench_into
 from .control_loop import compensation_into, dof_indices, friction
@@ -63,7 +65,8 @@ __all__ = ["Model", "ModelError", "ltdl", "ltdl_solve", "ltdl_unpack", "compensa
            "CollisionDetector",
            "identify", "identify_payload", "excitation_trajectory",
            "retime", "RetimeResult", "payload_capacity", "PayloadCapacity",
-           "Constraint", "close_loops", "loop_velocity", "constraint_error", "constraint_jacobian",
+           "Constraint", "close_loops", "loop_velocity", "LoopCompletion", "LoopsNotClosed",
+           "constraint_error", "constraint_jacobian",
            "constraint_drift", "constraint_velocity",
            "constrained_forward_dynamics", "constrained_forward_dynamics_into", "constrained_inverse_dynamics",
            "constrained_inverse_dynamics_into", "ConstrainedForwardDynamics", "ConstrainedInverseDynamics",
