@@ -63,7 +63,8 @@ setup(
     python_requires=">=3.10",
     # scipy: numba's np.linalg (LAPACK, in the compiled least squares of
     # core/algorithms/contact.py) calls scipy's LAPACK bindings
-    install_requires=["numpy>=1.26", "numba>=0.62,<0.69", "scipy>=1.11", "urdf-parser-py>=0.0.4"],
+    # PyYAML: the node's constraints_file (closed loops)
+    install_requires=["numpy>=1.26", "numba>=0.62,<0.69", "scipy>=1.11", "urdf-parser-py>=0.0.4", "PyYAML>=5.4"],
     extras_require={
         # toppra: the reference TOPP-RA rbd.retime is checked against (a test oracle only:
         # rbd.retime runs its own compiled reachability pass)

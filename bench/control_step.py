@@ -15,8 +15,9 @@ and the median over rounds of B / A.  Cases (``--cases``): ``g`` (only g(q) live
 ``gbh`` (g, b and H: the usual), ``all+observer`` (everything live with the momentum
 observer on: g, b, H, the command, τ̂_ext, the wrench, the collision flag).  The
 other revision's first-start helper may fail (it finds this tree's ``rbd_precompile``
-entry point): that revision then compiles its kernels itself, before the timing.  ``--robot`` takes a bundled robot (``delta`` or
-``fourbar`` on a tree that knows closed loops: their ``actuated_joints`` are set).
+entry point): that revision then compiles its kernels itself, before the timing.
+``--robot`` takes a bundled robot (``delta`` or ``fourbar`` on a tree that knows closed
+loops: their ``actuated_joints`` are set).
 """
 from __future__ import annotations
 

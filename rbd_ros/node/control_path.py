@@ -32,12 +32,12 @@ from rbd_ros.node.control_step import ControlStep
 COUNTS_PERIOD_S = 0.05
 
 try:    # rbd_ros_interfaces may be missing (services off, see dynamics_node): no ~/collision then
-    from rbd_ros_interfaces.msg import Collision
+    from rbd_ros_interfaces.msg import Collision, ConstraintForce, ConstraintForces
 except ImportError:     # pragma: no cover - a broken install; the node says so at start-up
-    Collision = None
+    Collision = ConstraintForce = ConstraintForces = None
 
 MESSAGE_TYPES = {kinds.ARRAY: Float64MultiArray, kinds.MATRIX: Float64MultiArray, kinds.STATE: JointState,
-                 kinds.WRENCH: WrenchStamped, kinds.COLLISION: Collision}
+                 kinds.WRENCH: WrenchStamped, kinds.COLLISION: Collision, kinds.CONSTRAINT_FORCES: ConstraintForces}
 
 
 @dataclass(frozen=True)
@@ -98,12 +98,16 @@ def make_message(out: Output, rt):
         msg.layout.dim = [MultiArrayDimension(label="joints", size=n, stride=n)]
     elif out.kind == kinds.COLLISION:
         msg.joint_names = list(rt.out_names)
+    elif out.kind == kinds.CONSTRAINT_FORCES:
+        msg.feasible = True
+        cons = rt.loops.constraints if rt.loops is not None else ()
+        msg.constraints = [ConstraintForce(name=c.name, frame_id=c.link_a, mask=list(c.mask)) for c in cons]
     return msg
 
 
 def _fill(out: Output, msg, term, stamp) -> None:
     """Per message: the stamp, and the fields no buffer shares."""
-    if out.kind in (kinds.STATE, kinds.WRENCH, kinds.COLLISION):
+    if out.kind in (kinds.STATE, kinds.WRENCH, kinds.COLLISION, kinds.CONSTRAINT_FORCES):
         msg.header.stamp = stamp
     if out.kind == kinds.WRENCH:
         msg.header.frame_id = term.frame     # contact_frame may change at run time
@@ -120,6 +124,10 @@ def _fill(out: Output, msg, term, stamp) -> None:
         onset = 0.0 if math.isnan(st.onset) else st.onset
         msg.onset.sec = int(math.floor(onset))
         msg.onset.nanosec = int(round((onset - math.floor(onset)) * 1e9)) % 1_000_000_000
+    elif out.kind == kinds.CONSTRAINT_FORCES:
+        for entry, (_, _, _, w) in zip(msg.constraints, term.forces):
+            f, t = entry.wrench.force, entry.wrench.torque
+            f.x, f.y, f.z, t.x, t.y, t.z = w
 
 
 class Published:

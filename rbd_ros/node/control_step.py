@@ -183,10 +183,13 @@ class ControlStep:
         out = []
         try:
             for i, wanted in self._compute:
-                if terms[i].compute(wanted, stamp, now):
+                done = terms[i].compute(wanted, stamp, now)
+                if done is True:
                     out.extend(wanted)
-        except ValueError as e:  # non-finite state or result: never publish it
-            stats.drop("compute_failed")
+                elif done:
+                    out.extend(done)
+        except ValueError as e:  # non-finite state or result, a singular configuration: never publish it
+            stats.drop(getattr(e, "reason", "compute_failed"))
             self.report.report(f"dynamics not published: {e}", "error")
             return None
         self._last_publish = now
@@ -204,8 +207,8 @@ class ControlStep:
         if not ok:
             self._drop_desired(why)
             return ()
-        parts = [o.part for o in term.outputs
-                 if o.on == DESIRED and o.part in self._live_desired and self.enabled.get(o.part, True)]
+        parts = list(dict.fromkeys(o.part for o in term.outputs if o.on == DESIRED and o.part in self._live_desired
+                                   and self.enabled.get(o.part, True)))
         return parts if parts and term.compute_desired() else ()
 
     def drop_desired(self, why: str) -> None:

@@ -36,7 +36,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from rbd_ros.node import diagnostics, names, param_table, params, payload_estimation, qos, terms
+from rbd_ros.node import constrained_services, diagnostics, names, param_table, params, payload_estimation, qos, terms
 from rbd_ros.node import payload as pl
 from rbd_ros.node.control_path import ControlPath
 from rbd_ros.node.heap import freeze_heap
@@ -306,7 +306,8 @@ class DynamicsNode:
             self.worker.start(expect_model=rt is not None)
         else:
             self.services = create_dynamics_services(
-                self.node, self.node.get_fully_qualified_name(), lambda: self.runtime, self.log)
+                self.node, self.node.get_fully_qualified_name(), lambda: self.runtime, self.log,
+                extra=constrained_services.table())
             self.relay = TrajectoryRelay(self.node, *relay, lambda: self.runtime, self.log)
             self.services_ready = True
 

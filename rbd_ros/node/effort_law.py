@@ -35,6 +35,13 @@ robot whose base is fixed there.  The point's ``effort`` and ``time_from_start``
 ignored: the point is the desired state now (its age counts from its local receive
 time).  A new model (robot_description, payload, a structural parameter) keeps the
 desired state when it names every output joint of the new model (``adopt``).
+
+Closed loops (the Robot's ``loops``, loops.py): RNEA(q, q̇, q̈) is replaced by the actuator
+torques of ``rbd.constrained_inverse_dynamics`` at (q, q̇, q̈) whose passive accelerations
+follow from J q̈ + γ = 0 (the commanded q̈ covers the actuated joints); for the
+feed-forward, the desired state's passive positions and velocities are closed from its
+actuated ones first (seeded by the measured ones).  Loops that cannot be closed, or a
+state near a singular configuration, give no command (FAILED).
 """
 from __future__ import annotations
 
@@ -271,6 +278,7 @@ class CommandLaw:
         # outputs: numpy views of what the messages hold
         self.cmd = cmd
         self.ff = ff
+        self.loops = rt.loops       # closed loops (loops.Loops): actuator torques instead of RNEA's
         self._cache: dict = {}
         self._required = frozenset(rt.dof_index[nm] for nm in rt.out_names)
 
@@ -390,11 +398,18 @@ class CommandLaw:
         _ff_state_k(rt.q, rt.v, self.qd, self.vd, self.named, rt.dof_q, rt.dof_v,
                     self.q_ff, self.v_ff)
         model = rt.model
+        lp = self.loops
+        tau = self.tau_ff
         try:
-            rbd.rnea_into(model, self.q_ff, self.v_ff, self.ad, self.tau_ff)
-        except ValueError:      # not finite
+            if lp is None:
+                rbd.rnea_into(model, self.q_ff, self.v_ff, self.ad, tau)
+            else:       # the passive joints of the desired state from the loops (seeded by the measured ones)
+                lp.close(self.q_ff, self.v_ff)
+                lp.torques(self.q_ff, self.v_ff, lp.bias_state(self.q_ff, self.v_ff, self.ad))
+                tau = lp.tau
+        except ValueError:      # not finite; loops that cannot be closed or near a singular configuration
             return False
-        r = _finish_k(self.tau_ff, self.out_v, self.v_ff, self.out_v, False, s.hold,
+        r = _finish_k(tau, self.out_v, self.v_ff, self.out_v, False, s.hold,
                       s.friction, self.damping, self.friction, s.eps, False, s.limit, self.ff)
         if r < 0:
             return False
@@ -424,11 +439,17 @@ class CommandLaw:
             model = rt.model
             _accel_k(rt.q, rt.v, self.qd, self.vd, self.ad, self.named, rt.dof_q, rt.dof_v,
                      s.kp, s.kd, self.a_cmd)
+            lp = self.loops
+            tau = self.tau
             try:
-                rbd.rnea_into(model, rt.q, rt.v, self.a_cmd, self.tau)
-            except ValueError:  # not finite
+                if lp is None:
+                    rbd.rnea_into(model, rt.q, rt.v, self.a_cmd, tau)
+                else:   # the passive accelerations from J q̈ + γ = 0
+                    lp.torques(rt.q, rt.v, lp.bias_state(rt.q, rt.v, self.a_cmd))
+                    tau = lp.tau
+            except ValueError:  # not finite (or near a singular configuration)
                 return FAILED, None
-            r = _finish_k(self.tau, self.out_v, rt.v, self.out_v, False, s.hold, s.friction,
+            r = _finish_k(tau, self.out_v, rt.v, self.out_v, False, s.hold, s.friction,
                           self.damping, self.friction, s.eps, s.clamp, s.limit, self.cmd)
         return r, None
 

@@ -26,6 +26,9 @@ class ObserverSettings:
     """The observer parameters checked against one Robot (ValueError naming the parameter)."""
 
     def __init__(self, params, rt):
+        if rt.loops is not None:
+            raise ValueError("observer: the momentum observer needs a kinematic tree; this model has closed loops "
+                             f"(constraints {[c.name for c in rt.model.constraints]}): set observer false")
         self.gain = float(params.observer_gain)
         if not (math.isfinite(self.gain) and self.gain > 0):
             raise ValueError(f"observer_gain: expected a finite number > 0 (1/s), got {params.observer_gain!r}")

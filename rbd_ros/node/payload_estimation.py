@@ -94,6 +94,9 @@ def _newest(rec) -> float:
 def _check_request(rt, rec, link, seconds):
     if rt is None:
         raise EstimateError(NO_MODEL)
+    if rt.loops is not None:
+        raise EstimateError("the model has closed loops: the payload estimation needs a kinematic tree (every joint "
+                            "measured, with its torque)")
     if rt.floating:
         raise EstimateError("the model has a floating base: the node keeps it at rest at the origin and receives no "
                             "base motion, so a payload cannot be estimated from joint states alone")

@@ -39,8 +39,8 @@ def main(argv=None):
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
     from rclpy.signals import SignalHandlerOptions
 
+    from rbd_ros.node import constrained_services, protocol
     from rbd_ros.node import model_build as mb
-    from rbd_ros.node import protocol
     from rbd_ros.node.heap import freeze_heap
     from rbd_ros.node.services import create_dynamics_services
 
@@ -89,7 +89,8 @@ def main(argv=None):
         if not line:
             return 0
         load(line)
-    create_dynamics_services(node, args.node_fqn, lambda: state["runtime"], log)
+    create_dynamics_services(node, args.node_fqn, lambda: state["runtime"], log,
+                             extra=constrained_services.table())
     if args.relay:  # the trajectory relay (relay.py says why it runs here)
         from rbd_ros.node.relay import TrajectoryRelay
         TrajectoryRelay(node, *args.relay, lambda: state["runtime"], log,

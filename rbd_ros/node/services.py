@@ -383,16 +383,19 @@ def forward_dynamics_trajectory(rt, req, resp):
                        ("base_wrenches", _wrench6), ("base_accelerations", Accel))
 
 
-def create_dynamics_services(node, base_name: str, get_runtime, log):
-    """The four services under ``base_name`` (the dynamics node's fully qualified name),
-    answered with the runtime returned by get_runtime().  Used by the node (in-process
-    services) and by the service worker.  ImportError if rbd_ros_interfaces is missing."""
+def create_dynamics_services(node, base_name: str, get_runtime, log, extra=()):
+    """The four dynamics services, and those of ``extra`` ((srv type, name, fn) like the
+    table below: the planner services, ``planner_services.table``), under ``base_name``
+    (the dynamics node's fully qualified name), answered with the runtime returned by
+    get_runtime().  Used by the node (in-process services) and by the service worker.
+    ImportError if rbd_ros_interfaces is missing."""
     from rbd_ros_interfaces import srv as isrv  # may be missing: ImportError (see the docstring)
     table = [
         (isrv.InverseDynamics, SRV_ID, inverse_dynamics),
         (isrv.InverseDynamicsTrajectory, SRV_ID_TRAJ, inverse_dynamics_trajectory),
         (isrv.ForwardDynamics, SRV_FD, forward_dynamics),
         (isrv.ForwardDynamicsTrajectory, SRV_FD_TRAJ, forward_dynamics_trajectory),
+        *extra,
     ]
     services = []
     for srv_type, rel, fn in table:

@@ -26,6 +26,7 @@ MATRIX = "matrix"        # std_msgs/Float64MultiArray, data = the buffer, rows x
 STATE = "state"          # sensor_msgs/JointState, name = joints, effort = the buffer, the input's stamp
 WRENCH = "wrench"        # geometry_msgs/WrenchStamped from the buffer [fx fy fz tx ty tz], frame_id = the frame
 COLLISION = "collision"  # rbd_ros_interfaces/Collision from the term's collision state
+CONSTRAINT_FORCES = "constraint_forces"  # rbd_ros_interfaces/ConstraintForces from the buffer (λ) and the term's forces
 
 # which input triggers a term
 JOINT_STATES = "joint_states"    # a joint_states message that passed the gate (fresh, rate)
@@ -67,8 +68,10 @@ class Term:
     counters and state to carry over), ``configure`` (the parameters; a term whose
     parameters do not fit this Robot is off, ``refuse``); in the control thread:
     ``compute(wanted, stamp, now)`` (wanted: the set of this term's parts needed for the
-    message) -> True if its wanted parts are to be published (ValueError when the state
-    or a result is not finite: nothing of the message is published then).  Run-time
+    message) -> True if its wanted parts are to be published, False if none, or the parts
+    to publish (ValueError when the state or a result is not finite, or not to be used:
+    nothing of the message is published then; its ``reason`` attribute, if any, is the
+    drop reason counted).  Run-time
     changes replace whole objects with one assignment, so the control thread sees the
     old settings or the new ones, never a mix."""
     key = ""
