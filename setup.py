@@ -16,6 +16,7 @@ ROS_WHEELS = [
     "ros-jazzy-trajectory-msgs==5.3.6",
     "ros-jazzy-geometry-msgs==5.3.6",
     "ros-jazzy-diagnostic-msgs==5.3.6",
+    "ros-jazzy-nav-msgs==5.3.6",          # the sim driver's base state (nav_msgs/Odometry)
 ]
 # What it takes to build rbd_ros_interfaces (ament_cmake + rosidl) into a venv.
 ROS_BUILD_WHEELS = [

@@ -22,7 +22,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 
-from rbd_ros.demo.closed_loop import call_service
+from rbd_ros.demo.service_call import call_service
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARM_URDF = os.path.join(ROOT, "rbd_ros", "robots", "rbd_arm7.urdf")

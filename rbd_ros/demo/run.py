@@ -38,8 +38,8 @@ def measure_hold(loop: ClosedLoop, seconds: float):
     and the joints, t0, t1)."""
     res = loop.set_params(command_mode="gravity")
     assert all(ok for ok, _ in res), res
-    t0 = loop.now() + 0.05     # the switch is in effect (the answer comes after it)
-    time.sleep(seconds)
+    t0 = loop.sync() + 0.05    # the switch is in effect (the answer comes after it)
+    loop.sleep(seconds)
     loop.wait_recorded(t0 + seconds)
     t, Q, _, _ = loop.window(t0, t0 + seconds)
     if len(t) < 2:
@@ -50,14 +50,16 @@ def measure_hold(loop: ClosedLoop, seconds: float):
 def measure_tracking(loop: ClosedLoop, q0=Q0, duration=TRAJ_S, settle=0.3):
     """Computed-torque mode (desired = q0 meanwhile), then the demo trajectory as desired
     states; returns (rms rad, max rad, t_start, t_end), errors q(t) - q_d(t) at the
-    joint states' stamps over the trajectory."""
+    joint states' stamps over the trajectory (times: ``loop.now()``, wall-clock or
+    simulated)."""
     loop.desired_fn = lambda t: reference(0.0, q0)
     res = loop.set_params(command_mode="computed_torque")
     assert all(ok for ok, _ in res), res
-    time.sleep(settle)
-    t_start = loop.now() + 0.05
+    loop.sleep(settle)
+    # (lock-step runs faster than this process reacts: a wider margin)
+    t_start = loop.sync() + (0.2 if loop.lock_step else 0.05)
     loop.desired_fn = lambda t: reference(t - t_start, q0, duration)
-    time.sleep(duration)
+    loop.sleep(duration)
     loop.wait_recorded(t_start + duration)
     t, Q, _, _ = loop.window(t_start, t_start + duration)
     if len(t) < 2:
