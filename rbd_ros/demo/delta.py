@@ -138,6 +138,7 @@ def run_demo(png: str | None, out=print) -> int:
         actual, desired = platform_track(path, t - c0, Q)
         perr = np.linalg.norm(actual - desired, axis=1)
         status = loop.node_status or {}
+        shown = loop.window(h0 - 0.2, c1 + 0.3)        # (the states before the switch to real time)
         out("[delta] phase 3: no command (node stopped): the platform falls ...")
         if not settle(loop, Q0):
             out("[delta] the delta did not come back to rest at q0")
@@ -157,7 +158,7 @@ def run_demo(png: str | None, out=print) -> int:
             out(f"  node per joint state (lock-step): dynamics p50/p99 {status.get('compute_time_p50_us', '?')}/"
                 f"{status.get('compute_time_p99_us', '?')} us; loop condition estimate {status.get('loop_cond', '?')}")
         if png:
-            plot(png, loop, path, (h0, h1), (c0, c1), t - c0, actual, desired)
+            plot(png, shown, path, (h0, h1), (c0, c1), actual, desired)
             out(f"[delta] picture: {png}")
         rc = 0
     finally:
@@ -166,11 +167,13 @@ def run_demo(png: str | None, out=print) -> int:
     return rc
 
 
-def plot(png, loop, path, hold, track, tt, actual, desired):
+def plot(png, shown, path, hold, track, actual, desired):
+    """Phases 1 and 2 (``shown``: the loop's window (t, Q, V, E) over them) and the
+    platform's path."""
     import matplotlib  # the demo extra (optional): only the picture needs it
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # (after choosing the Agg backend)
-    t, Q, _, E = loop.window(hold[0] - 0.2, track[1] + 0.3)
+    t, Q, _, E = shown
     T0 = hold[0]
     Qd = np.array([path(x - track[0])[0] if track[0] <= x <= track[1] else [np.nan] * 3 for x in t])
     fig = plt.figure(figsize=(12, 8))
