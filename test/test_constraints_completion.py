@@ -1,8 +1,9 @@
 """rbd.LoopCompletion: the passive DOFs of the bundled mechanisms completed in place,
-per sample -- equal to close_loops / loop_velocity from the same start, accelerations with
-J q̈ + γ = 0 (against J and γ of the public functions and a numpy least-squares solve),
-the assembly branch kept from the start q, a clear error naming the constraint, and no
-allocation."""
+per sample -- equal to close_loops / loop_velocity from the same start (also ``state``,
+the quasi-Newton per-sample form, along a motion), accelerations with J q̈ + γ = 0
+(against J and γ of the public functions and a numpy least-squares solve), the assembly
+branch kept from the start q, a clear error naming the constraint, and no allocation.
+rbd.LoopCompensation: g, b and λ equal constrained_inverse_dynamics at those states."""
 import numpy as np
 import pytest
 from constraint_util import ACTUATED, closed_state, mechanism
@@ -92,25 +93,74 @@ def test_out_of_reach_names_the_constraint_and_bad_arrays_are_named():
         rbd.LoopCompletion(model, ["x"])
 
 
+@pytest.mark.parametrize("name", ["fourbar", "delta"])
+def test_state_follows_a_motion_and_compensation_equals_the_inverse_dynamics(name):
+    """state() along a smooth motion of the actuated joints (1 ms samples) equals
+    close_loops and loop_velocity from the previous solution; LoopCompensation's g, b, λ
+    equal constrained_inverse_dynamics at (q, 0, 0) and at (q, q̇, q̈) with zero actuated
+    and completed passive accelerations."""
+    model = mechanism(name)
+    act = ACTUATED[name]
+    ia = [model.v_index(j) for j in act]
+    lc = rbd.LoopCompletion(model, act)
+    comp = rbd.LoopCompensation(model, act)
+    q, v = closed_state(model, np.random.default_rng(1), name, spread=0.1)
+    out_v = np.array(ia, dtype=np.int64)
+    g, b, lam = np.zeros(len(act)), np.zeros(len(act)), np.zeros(comp.m)
+    zero = np.zeros(model.nv)
+    steps = []
+    for k in range(200):
+        t = 1e-3 * k
+        q[ia] = 0.2 * np.sin(2.0 * t + np.arange(len(act)))
+        v[ia] = 0.4 * np.cos(2.0 * t + np.arange(len(act)))
+        prev = q.copy()
+        lc.state(q, v)
+        steps.append(lc.iterations)
+        if k % 40 == 0:
+            assert np.max(np.abs(q - rbd.close_loops(model, prev, fixed=act))) <= 1e-9
+            vv = np.zeros(model.nv)
+            vv[ia] = v[ia]
+            assert np.max(np.abs(v - rbd.loop_velocity(model, q, vv, fixed=act))) <= 1e-8
+            cond = comp.compute(q, v, out_v, g, b, lam)
+            ref_g = rbd.constrained_inverse_dynamics(model, q, zero, zero, actuated=act)
+            a = np.zeros(model.nv)
+            lc.accelerations(q, v, a)
+            ref_b = rbd.constrained_inverse_dynamics(model, q, v, a, actuated=act)
+            scale = max(1.0, np.max(np.abs(ref_b.tau)))
+            assert np.max(np.abs(g - ref_g.tau[ia])) <= 1e-9 * scale
+            assert np.max(np.abs(b - ref_b.tau[ia])) <= 1e-9 * scale
+            assert np.max(np.abs(lam - ref_b.lam)) <= 1e-9 * max(1.0, np.max(np.abs(ref_b.lam)))
+            assert cond == pytest.approx(ref_b.cond) and comp.compute(q, v, out_v, g) == cond
+    print(f"\n{name}: state() steps per 1 ms sample: mean {np.mean(steps):.2f}, max {max(steps)}")
+    assert np.mean(steps[10:]) <= 4          # the secant estimate carried from sample to sample
+
+
 def test_completion_allocates_nothing():
     model = mechanism("delta")
     act = ACTUATED["delta"]
     lc = rbd.LoopCompletion(model, act)
     q, v = closed_state(model, np.random.default_rng(2), "delta")
     a = np.zeros(model.nv)
-    lc.positions(q)
-    lc.velocities(q, v)
-    lc.accelerations(q, v, a)
+    comp = rbd.LoopCompensation(model, act)
+    out_v = np.array([model.v_index(j) for j in act], dtype=np.int64)
+    g, b, lam = np.zeros(3), np.zeros(3), np.zeros(comp.m)
+
+    def once():
+        lc.positions(q)
+        lc.velocities(q, v)
+        lc.accelerations(q, v, a)
+        lc.state(q, v)
+        comp.compute(q, v, out_v, g, b, lam)
+    once()
     # numba's allocation counter (private API, test-only): the dispatcher wraps each array
-    # argument in a meminfo of its own (close_k takes 13 arrays, complete_k 9); anything
-    # else allocated by the kernels or the Python layer would add to that
+    # argument in a meminfo of its own (close_k takes 13 arrays, complete_k 9, state_k 14,
+    # compensation_k 19); anything else allocated by the kernels or the Python layer would
+    # add to that
     nrt.memsys_enable_stats()
     try:
         before = nrt.memsys_get_stats_alloc()
         for _ in range(20):
-            lc.positions(q)
-            lc.velocities(q, v)
-            lc.accelerations(q, v, a)
-        assert nrt.memsys_get_stats_alloc() - before == 20 * (13 + 9 + 9)
+            once()
+        assert nrt.memsys_get_stats_alloc() - before == 20 * (13 + 9 + 9 + 14 + 19)
     finally:
         nrt.memsys_disable_stats()

@@ -45,7 +45,7 @@ from .constraints.api import (
     constraint_velocity,
 )
 from .constraints.closure import close_loops, loop_velocity
-from .constraints.completion import LoopCompletion, LoopsNotClosed
+from .constraints.completion import LoopCompensation, LoopCompletion, LoopsNotClosed
 from .constraints.constraint import Constraint
 from .contact import CollisionDetector, external_wrench, external_wrench_into
 from .control_loop import compensation_into, dof_indices, friction
@@ -65,7 +65,7 @@ __all__ = ["Model", "ModelError", "ltdl", "ltdl_solve", "ltdl_unpack", "compensa
            "CollisionDetector",
            "identify", "identify_payload", "excitation_trajectory",
            "retime", "RetimeResult", "payload_capacity", "PayloadCapacity",
-           "Constraint", "close_loops", "loop_velocity", "LoopCompletion", "LoopsNotClosed",
+           "Constraint", "close_loops", "loop_velocity", "LoopCompletion", "LoopCompensation", "LoopsNotClosed",
            "constraint_error", "constraint_jacobian",
            "constraint_drift", "constraint_velocity",
            "constrained_forward_dynamics", "constrained_forward_dynamics_into", "constrained_inverse_dynamics",

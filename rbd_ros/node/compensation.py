@@ -38,7 +38,6 @@ class Compensation(Term):
     def __init__(self, rt, report):
         super().__init__(rt, report)
         self.g, self.b, self.h, self.lam = self.array("g"), self.array("b"), self.array("h"), self.array("lam")
-        self._g_tree = np.zeros(rt.nout)
 
     def configure(self, params, keep_on_error=False) -> None:
         if self.rt.loops is not None:
@@ -54,12 +53,9 @@ class Compensation(Term):
             rbd.compensation_into(rt.model, rt.q, rt.v, rt.out_v, self.g, self.b if "b" in wanted else None,
                                   self.h if "h" in wanted else None)
             return True if "lam" not in wanted else tuple(p for p in wanted if p != "lam")   # no loops: no λ
-        q = rt.q
-        lp.torques(q, lp.zero, lp.zero, self.g, measured=True)
-        if "b" in wanted or "lam" in wanted:
-            lp.torques(q, rt.v, lp.bias_state(q, rt.v), self.b, self.lam)
-        if "h" in wanted:
-            rbd.compensation_into(rt.model, q, rt.v, rt.out_v, self._g_tree, None, self.h)
+        bias = "b" in wanted or "lam" in wanted
+        lp.compensate(rt.q, rt.v, self.g, self.b if bias else None, self.lam if bias else None,
+                      self.h if "h" in wanted else None)
         return True
 
     @property

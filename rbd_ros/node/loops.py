@@ -80,6 +80,7 @@ class Loops:
         fixed = list(self.actuated) + [n for n, t in zip(model.joint_names, model.joint_types) if t == "floating"]
         self.measured = rbd.LoopCompletion(model, fixed)        # the measured state (actuated + base fixed)
         self.free = self.measured.free                          # passive DOFs (velocity indices)
+        self.compensation = rbd.LoopCompensation(model, self.actuated, free=self.free)   # g, b, λ in one call
         self.m = self.measured.m
         self.rows = []
         r = 0
@@ -108,14 +109,13 @@ class Loops:
         their velocities.  rbd.LoopsNotClosed naming the constraint when the loops cannot
         be closed: q and v are then the last closed state again."""
         try:
-            self.measured.positions(q)
+            self.measured.state(q, v)
         except ValueError as e:
             if self.good:
                 np.copyto(q, self._q_good)
                 np.copyto(v, self._v_good)
             self.status = f"not closed: {e}"
             raise
-        self.measured.velocities(q, v)
         np.copyto(self._q_good, q)
         np.copyto(self._v_good, v)
         self.good = True
@@ -123,24 +123,31 @@ class Loops:
             self.status = CLOSED
 
     # ------------------------------------------------------------------ dynamics
-    def torques(self, q, v, a, out=None, lam=None, measured=False) -> None:
+    def compensate(self, q, v, g, b=None, lam=None, h=None) -> None:
+        """At the measured (closed) state: ``g`` the actuator torques holding the
+        mechanism still, ``b`` (when given) moving it with q̇ at zero actuated acceleration
+        and ``lam`` (when given) the constraint forces of the latter, in ``out_v`` order,
+        and the tree's H of those DOFs into ``h`` (when given) (rbd.LoopCompensation: one
+        call).  NearSingular above ``cond_limit`` (its ``cond`` and ``status`` kept for
+        the diagnostics)."""
+        self.cond = cond = self.compensation.compute(q, v, self.out_v, g, b, lam, h)
+        if not cond <= self.cond_limit:
+            e = self.near_singular(q, cond)
+            self.status = f"near singular: {e}"
+            raise e
+        if self.status[0] == "n" and self.status[1] == "e":     # "near singular: ..." until now
+            self.status = CLOSED
+
+    def torques(self, q, v, a, out=None, lam=None) -> None:
         """The actuator torques of (q, v, a) (a consistent with the loops) into ``tau``
         (model order) and ``out`` (``out_v`` order) when given, and the constraint forces
-        into ``lam`` (m) when given.
-        NearSingular above ``cond_limit``; ValueError when not finite.  ``measured``: q is
-        the measured state (its ``cond`` and ``status`` are kept for the diagnostics)."""
+        into ``lam`` (m) when given (rbd.constrained_inverse_dynamics_into).  NearSingular
+        above ``cond_limit``; ValueError when not finite."""
         rbd.constrained_inverse_dynamics_into(self.model, q, v, a, (), self.tau, self.lam if lam is None else lam,
                                               actuated=self.actuated, info=self.info)
         cond = self.info[3]
-        if measured:
-            self.cond = cond
         if not cond <= self.cond_limit:
-            e = self.near_singular(q, cond)
-            if measured:
-                self.status = f"near singular: {e}"
-            raise e
-        if measured and self.status[0] == "n" and self.status[1] == "e":     # "near singular: ..." until now
-            self.status = CLOSED
+            raise self.near_singular(q, cond)
         if out is not None:
             np.take(self.tau, self.out_v, out=out)
 

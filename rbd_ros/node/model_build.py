@@ -136,8 +136,11 @@ def warm_loops(rt) -> None:
         return
     q, v = rt.q.copy(), np.zeros(rt.model.nv)
     lp.complete(q, v)
+    g, b = np.empty(rt.nout), np.empty(rt.nout)
+    lp.compensate(q, v, g)
+    lp.compensate(q, v, g, b, np.empty(lp.m))
     a = lp.bias_state(q, v)
-    lp.torques(q, v, a, np.empty(rt.nout), np.empty(lp.m))
+    lp.torques(q, v, a, g, np.empty(lp.m))
 
 
 def warm_control_path(rt, log=None) -> None:
