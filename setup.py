@@ -65,9 +65,10 @@ setup(
     python_requires=">=3.10",
     # scipy: numba's np.linalg (LAPACK, in the compiled least squares of
     # core/algorithms/contact.py) calls scipy's LAPACK bindings.  daqp: the QP solver of
-    # the contact friction cones (core/constraints/contacts.py; bench/RESULTS.md, "Issue 25")
+    # the contact friction cones (core/constraints/contacts.py; bench/RESULTS.md, "Issue 25").
+    # PyYAML: the node's constraints_file (closed loops)
     install_requires=["numpy>=1.26", "numba>=0.62,<0.69", "scipy>=1.11", "urdf-parser-py>=0.0.4",
-                      "daqp>=0.11,<0.12"],
+                      "daqp>=0.11,<0.12", "PyYAML>=5.4"],
     extras_require={
         # toppra: the reference TOPP-RA rbd.retime is checked against (a test oracle only:
         # rbd.retime runs its own compiled reachability pass)
@@ -96,6 +97,6 @@ setup(
             "rbd_identify = rbd_ros.tools.identify:main",
         ],
         # more steps for rbd_precompile (rbd_ros/core/compile_steps.py): the node's own kernels
-        "rbd_ros.precompile": ["node = rbd_ros.node.warmup:precompile_steps"],
+        "rbd_ros.precompile": ["node = rbd_ros.node.model_build:precompile_steps"],
     },
 )

@@ -1,9 +1,10 @@
 """The code's shape: the import graph is ARCHITECTURE.md's layer picture (import-linter's
 contracts in pyproject.toml); no import cycle between modules, counting the imports inside
-functions; no core module imports the package facade; the core's longest import chain
-stays short; imports sit at module level (inside a function only with a comment saying
-why: an optional or heavy dependency, or a signal handler that must come first); no module
-under rbd_ros/ is over 800 lines (a module may be long when it is one thing)."""
+functions; no core module imports the package facade; the core's and the node's longest
+import chains stay short (the node's at most 6 modules, issue 23); imports sit at module
+level (inside a function only with a comment saying why: an optional or heavy dependency,
+or a signal handler that must come first); no module under rbd_ros/ is over 800 lines (a
+module may be long when it is one thing)."""
 import ast
 import glob
 import os
@@ -179,6 +180,11 @@ CORE_CHAIN = 10
 def test_the_core_import_chain_stays_short():
     chain = longest_chain(import_graph(ROOT), "rbd_ros.core.")
     assert len(chain) <= CORE_CHAIN, " -> ".join(chain)
+
+
+def test_the_node_imports_at_most_six_modules_deep():
+    chain = longest_chain(import_graph(ROOT), "rbd_ros.node.")
+    assert 4 <= len(chain) <= 6, " -> ".join(chain)     # (a chain this short is real: main -> dynamics_node ...)
 
 
 def test_the_graph_checks_see_a_cycle_inside_a_function_and_a_facade_import(tmp_path):

@@ -83,7 +83,8 @@ from rbd_ros.node import effort_law
 from rbd_ros.node.robot import Robot
 from rbd_ros.robots import resolve_urdf_file
 model = rbd.Model.from_urdf(resolve_urdf_file("rbd_arm7"))
-law = Robot(model, (), "probe").law
+rt = Robot(model, (), "probe")
+law = effort_law.CommandLaw(rt, np.zeros(rt.nout), np.zeros(rt.nout))
 kernels = {"_desired_k": effort_law._desired_k, "_ff_state_k": effort_law._ff_state_k,
            "_accel_k": effort_law._accel_k, "_finish_k": effort_law._finish_k}
 law.warm_kernels()

@@ -376,10 +376,12 @@ def test_every_core_function_raises_type_error_for_a_non_model(orc):
             "constraint_velocity": (q, z), "constrained_forward_dynamics": (q, z, z),
             "constrained_inverse_dynamics": (q, z, z), "close_loops": (q,), "loop_velocity": (q, z),
             "constrained_forward_dynamics_into": (q, z, z, (), np.empty(m.nv), np.empty(0)),
-            "constrained_inverse_dynamics_into": (q, z, z, (), np.empty(m.nv), np.empty(0))}
+            "constrained_inverse_dynamics_into": (q, z, z, (), np.empty(m.nv), np.empty(0)),
+            "LoopCompletion": ([],), "LoopCompensation": ([],)}
     names = [n for n in rbd.__all__ if callable(getattr(rbd, n)) and n not in (
         "Model", "ModelError", "ltdl_unpack", "CollisionDetector", "RetimeResult", "PayloadCapacity",
-        "Constraint", "FrictionCone", "ConstrainedForwardDynamics", "ConstrainedInverseDynamics")]
+        "Constraint", "FrictionCone", "ConstrainedForwardDynamics", "ConstrainedInverseDynamics",
+        "LoopsNotClosed")]
     assert {"friction", "rnea", "rnea_into", "crba", "aba_into", "compensation_into"} <= set(names)
     for name in names:
         if name in args:

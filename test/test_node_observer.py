@@ -23,11 +23,12 @@ import pytest
 mujoco = pytest.importorskip("mujoco", reason="MuJoCo: pip install '.[sim]'")
 
 import rbd_ros.core as rbd  # noqa: E402
-from rbd_ros.node import terms  # noqa: E402
+from rbd_ros.node import term  # noqa: E402
 from rbd_ros.node.control_step import ControlStep  # noqa: E402
 from rbd_ros.node.model_build import build_robot  # noqa: E402
 from rbd_ros.node.params import Params  # noqa: E402
 from rbd_ros.node.stats import Stats  # noqa: E402
+from rbd_ros.node.terms import TERMS  # noqa: E402
 from rbd_ros.sim.mujoco_model import JointMap, load_urdf  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -97,7 +98,7 @@ class Node:
         p = dict(observer=True, collision_thresholds=[0.1], max_state_age=0.1)
         p.update(params)
         self.params = Params(**p)
-        self.step = ControlStep(self.params, LOG)
+        self.step = ControlStep(TERMS, self.params, LOG)
         self.stats = Stats()
         self.bind(build_robot(open(ARM_URDF).read(), floating_base=False, mimic=True, gravity=[0, 0, -9.81],
                               joints=(), source="test"))
@@ -105,11 +106,13 @@ class Node:
         self.now = 50.0
 
     def bind(self, rt):
-        if self.step.rt is not None:
-            rt.adopt_state(self.step.rt)
-        self.step.bind(rt)
-        self.step.set_live({t.key for t in terms.TERMS if t.on == terms.JOINT_STATES}, ())
+        if self.step.bound is not None:
+            rt.adopt_state(self.step.bound.rt)
+        self.bound = self.step.make(rt)
+        self.step.bind(self.bound)
+        self.step.set_live({o.part for c in TERMS for o in c.outputs if o.on == term.JOINT_STATES}, ())
         self.rt = rt
+        self.observer = self.bound.by_key["tau_ext"]
 
     def feed(self, t, q, v, effort, names=JOINTS):
         """One joint state stamped EPOCH + t, received after a random latency; returns
@@ -118,10 +121,10 @@ class Node:
         stamp = EPOCH + t
         sec = math.floor(stamp)
         stamp = sec + 1e-9 * round((stamp - sec) * 1e9)          # what sec + 1e-9 nanosec gives
-        keys = self.step.joint_state(self.rt, self.stats, names, q, v, effort, stamp, self.now)
+        keys = self.step.joint_state(self.bound, self.stats, names, q, v, effort, stamp, self.now)
         keys = keys or ()
-        est = self.rt.arrays["tau_ext"].copy() if "tau_ext" in keys else None
-        flag = bool(self.rt.collision_state.detected) if "collision" in keys else None
+        est = self.observer.array("tau_ext").copy() if "tau_ext" in keys else None
+        flag = bool(self.bound.by_key["collision"].state.detected) if "collision" in keys else None
         return est, flag
 
 
@@ -237,7 +240,8 @@ def test_no_false_collision_after_a_restart(moving, name):
     assert len(before) > 500 and not any(before), name
     assert any(after), "the sentinel contact was not seen"
     rt = node.rt                                  # the observer did restart in the middle
-    assert rt.source == "swapped" if name == "model swap" else sum(rt.observer.restarts.values()) >= 2
+    restarts = node.observer.active[1].restarts
+    assert rt.source == "swapped" if name == "model swap" else sum(restarts.values()) >= 2
     peak = max(float(np.max(np.abs(e))) for e, t in zip(ests, times) if e is not None and t < t_end - 0.3)
     print(f"\n{name}: largest |tau_ext| before the sentinel {peak:.4f} N m")
     assert peak < 0.05
@@ -261,7 +265,7 @@ def test_no_estimate_from_a_joint_state_without_efforts(moving):
     assert out[first][1] is None                        # the restart's sample
     assert all(est is not None for _, est in out[first + 1:])
     assert all(est is not None for t, est in out[1:] if t < 0.4)
-    assert "effort" in node.step.observer_waiting or node.step.observer_waiting == ""
+    assert "effort" in node.observer.waiting or node.observer.waiting == ""
 
 
 def test_efforts_of_a_partial_publisher_are_fresh_per_joint(moving):
@@ -315,4 +319,4 @@ def test_a_message_without_joints_of_the_model_is_no_sample(moving):
         assert (a is None) == (b is None) and (a is None or np.array_equal(a, b))
         g, _ = mixed.feed(t + 5e-4, [0.01], [0.0], [1.0], names=["gripper_finger"])
         assert g is None
-    assert mixed.rt.observer.restarts == plain.rt.observer.restarts
+    assert mixed.observer.active[1].restarts == plain.observer.active[1].restarts

@@ -21,13 +21,14 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import rbd_ros.core as rbd
-from rbd_ros.node.control_path import MESSAGE_TYPES, OUTPUTS, ControlPath
+from rbd_ros.node.control_path import MESSAGE_TYPES, ControlPath
 from rbd_ros.node.logs import LEVELS, log_at
 from rbd_ros.node.model_build import build_robot
 from rbd_ros.node.model_manager import ModelManager
 from rbd_ros.node.params import Params
 from rbd_ros.node.robot import STATE_LIMIT
 from rbd_ros.node.stats import Stats
+from rbd_ros.node.terms import TERMS
 from rbd_ros.robots import bundled_robot_path
 
 SHOWN = {"info": "[INFO]", "warning": "[WARN]", "error": "[ERROR]"}     # debug is below the default level
@@ -99,7 +100,7 @@ def test_rclpy_refuses_one_site_at_two_levels(rclpy_node):
 
 def test_every_report_path_at_every_level_in_every_order(rclpy_node, capfd):
     log = rclpy_node.get_logger()
-    cp = ControlPath(rclpy_node, Stats(), log, Params())
+    cp = ControlPath(rclpy_node, Stats(), log, Params(), TERMS)
     step = cp.step
     errors = []
     mm = ModelManager(lambda rt: None, lambda: None, lambda rt, text: None, log, errors.append)
@@ -108,7 +109,7 @@ def test_every_report_path_at_every_level_in_every_order(rclpy_node, capfd):
         for lvl in order:
             for throttle in (False, True):
                 text = f"step report {n} {lvl} {throttle}: x"
-                step._report(text, lvl, throttle=throttle)
+                step.report.report(text, lvl, throttle=throttle)
                 if lvl in SHOWN and (not throttle or n == 0):
                     texts.append((lvl, text))
             text = f"model report {n} {lvl}"
@@ -125,8 +126,8 @@ def test_every_report_path_at_every_level_in_every_order(rclpy_node, capfd):
 
 def _live_path(node, params, rt):
     """A ControlPath bound to rt whose every output has a subscriber (in this node)."""
-    cp = ControlPath(node, Stats(), node.get_logger(), params)
-    subs = [node.create_subscription(MESSAGE_TYPES[o.kind], o.topic, lambda m: None, 10) for o in OUTPUTS]
+    cp = ControlPath(node, Stats(), node.get_logger(), params, TERMS)
+    subs = [node.create_subscription(MESSAGE_TYPES[o.kind], o.topic, lambda m: None, 10) for o in cp.outputs]
     cp.bind(rt)
     assert _wait(lambda: all(p.get_subscription_count() > 0 for p in cp.publishers))
     return cp, subs
@@ -179,7 +180,8 @@ def test_a_state_the_core_refuses_is_dropped_at_the_door(arm_path):
     cp.on_joint_state(js(ARM_JOINTS, q, v, tau, clock.next()))
     out0 = cp.stats.msgs_out
     assert out0 >= 1
-    g_good = np.array(rt.g)
+    comp, observer = cp.term("g"), cp.term("tau_ext")
+    g_good = np.array(comp.g)
     # the issue's message: finite, but far beyond any robot: the core would overflow
     with pytest.raises(ValueError, match="too large"):
         rbd.bias(rt.model, q, np.full(7, 1e300))
@@ -191,18 +193,18 @@ def test_a_state_the_core_refuses_is_dropped_at_the_door(arm_path):
         assert np.array_equal(rt.v, v) and np.array_equal(rt.q, q)      # ... nor merged
     assert cp.stats.dropped.get("out_of_range") == 3
     assert "beyond" in cp.stats.last_error and "joint3" in cp.stats.last_error
-    assert rt.observer.status == "not_finite"                # restarted, like for NaN
+    assert observer.active[1].status == "not_finite"         # restarted, like for NaN
     # at the limit: accepted, finite (the core's guarantee for in-bounds models)
     cp.on_joint_state(js(ARM_JOINTS, q, np.full(7, STATE_LIMIT), tau, clock.next()))
     assert cp.stats.msgs_out == out0 + 1
-    assert np.all(np.isfinite(rt.b)) and np.all(np.isfinite(rt.h))
+    assert np.all(np.isfinite(comp.b)) and np.all(np.isfinite(comp.h))
     # a revolute position of 1e300 is an angle like any other (sin/cos): computed
     cp.on_joint_state(js(ARM_JOINTS, np.full(7, 1e300), v, tau, clock.next()))
     assert cp.stats.msgs_out == out0 + 2
-    assert np.allclose(rt.g, rbd.gravity(rt.model, np.full(7, 1e300)), rtol=1e-9, atol=1e-12)
+    assert np.allclose(comp.g, rbd.gravity(rt.model, np.full(7, 1e300)), rtol=1e-9, atol=1e-12)
     # and the next good message is computed
     cp.on_joint_state(js(ARM_JOINTS, q, v, tau, clock.next()))
-    assert cp.stats.msgs_out == out0 + 3 and np.allclose(rt.g, g_good, rtol=1e-12, atol=0)
+    assert cp.stats.msgs_out == out0 + 3 and np.allclose(comp.g, g_good, rtol=1e-12, atol=0)
 
 
 def test_prismatic_and_planar_positions_are_bounded():
@@ -273,7 +275,7 @@ def test_garbage_in_every_order_never_raises_and_the_next_message_computes(arm_p
             out = cp.stats.msgs_out
             cp.on_joint_state(js(ARM_JOINTS, q, v, tau, clock.next()))     # the sentinel
             assert cp.stats.msgs_out == out + 1, kind
-            assert np.all(np.isfinite(rt.g)) and np.all(np.isfinite(rt.cmd))
+            assert np.all(np.isfinite(cp.term("g").g)) and np.all(np.isfinite(cp.term("cmd").array("cmd")))
     d = cp.stats.dropped
     assert d.get("non_finite", 0) > 0 and d.get("out_of_range", 0) > 0 and d.get("size_mismatch", 0) > 0
     assert d.get("duplicate_names", 0) > 0 and "internal_error" not in d
@@ -281,8 +283,8 @@ def test_garbage_in_every_order_never_raises_and_the_next_message_computes(arm_p
 
 
 def test_an_unexpected_failure_is_counted_and_the_path_goes_on(arm_path, monkeypatch):
-    """The callback guard: whatever fails inside (here a term's compute function made to
-    raise) is counted as dropped_internal_error, never raised to the executor."""
+    """The callback guard: whatever fails inside (here a term's compute made to raise) is
+    counted as dropped_internal_error, never raised to the executor."""
     cp, rt = arm_path, arm_path.runtime
     clock = Clock()
     q, v = np.zeros(7), np.zeros(7)
@@ -292,10 +294,10 @@ def test_an_unexpected_failure_is_counted_and_the_path_goes_on(arm_path, monkeyp
 
     def boom(*args):
         raise RuntimeError("injected")
-    planned = cp.step._compute
-    monkeypatch.setattr(cp.step, "_compute", ((boom, frozenset({"g"})),))
+    comp = cp.term("g")
+    monkeypatch.setattr(comp, "compute", boom)
     cp.on_joint_state(js(ARM_JOINTS, q, v, tau, clock.next()))
-    monkeypatch.setattr(cp.step, "_compute", planned)
+    monkeypatch.undo()
     assert cp.stats.dropped.get("internal_error") == 1
     assert "RuntimeError: injected" in cp.stats.last_error
     cp.on_joint_state(js(ARM_JOINTS, q, v, tau, clock.next()))

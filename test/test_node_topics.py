@@ -63,8 +63,10 @@ def assert_outputs_match(rec, g, b, H, names, timeout=5.0):
     assert [d.size for d in dims] == [n, n]
     assert [d.stride for d in dims] == [n * n, n]
     assert hmsg.layout.data_offset == 0
-    bs = rec["bs"].latest()
-    assert list(bs.name) == list(names) and close_abs(np.asarray(bs.effort), b)
+    # (the JointState twin comes on its own subscription: wait for it as for the others)
+    assert wait_for(lambda: rec["bs"].latest() is not None and close_abs(np.asarray(rec["bs"].latest().effort), b),
+                    timeout), (rec["bs"].latest(), b)
+    assert list(rec["bs"].latest().name) == list(names)
 
 
 def sentinel(pub, make_msg, rec, timeout=20):

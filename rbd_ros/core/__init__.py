@@ -26,6 +26,7 @@ ROS-free; depends on numpy, numba and urdf-parser-py only.
     res = rbd.constrained_inverse_dynamics(model, q, v, a, actuated=["crank"])  # res.tau, res.lam
     res = rbd.constrained_inverse_dynamics(model, q, v, a, feet, friction=0.7)  # contacts: res.feasible
     q = rbd.close_loops(model, q, fixed=["crank"])     # assemble: the passive joints closing the loops
+    lc = rbd.LoopCompletion(model, ["crank"]); lc.positions(q)   # the same per sample, in place
 
 The algorithms are declared in ``calls/registry.py``; their public functions are
 written out from it into ``calls/public.py`` (``python -m rbd_ros.core.calls.generate``).
@@ -78,6 +79,7 @@ from .constraints.api import (
     constraint_velocity,
 )
 from .constraints.closure import close_loops, loop_velocity
+from .constraints.completion import LoopCompensation, LoopCompletion, LoopsNotClosed
 from .constraints.contacts import FrictionCone
 from .estimation.contact import CollisionDetector, external_wrench, external_wrench_into
 from .estimation.excitation import excitation_trajectory
@@ -101,7 +103,8 @@ __all__ = [
     "MomentumObserver", "external_wrench", "external_wrench_into", "CollisionDetector",
     "identify", "identify_payload", "excitation_trajectory",
     # closed loops and contacts (constraints/)
-    "Constraint", "close_loops", "loop_velocity", "constraint_error", "constraint_jacobian",
+    "Constraint", "close_loops", "loop_velocity", "LoopCompletion", "LoopCompensation", "LoopsNotClosed",
+    "constraint_error", "constraint_jacobian",
     "constraint_drift", "constraint_velocity",
     "constrained_forward_dynamics", "constrained_forward_dynamics_into", "constrained_inverse_dynamics",
     "constrained_inverse_dynamics_into", "ConstrainedForwardDynamics", "ConstrainedInverseDynamics",

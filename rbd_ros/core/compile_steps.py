@@ -4,7 +4,7 @@
 one state, a batch of two and its ``_into`` form, with f_ext in both frames where it
 takes one (``warm``), the hand-written public functions, then the steps other
 packages register under the entry-point group ``rbd_ros.precompile`` (the node's
-own kernels: ``rbd_ros.node.warmup.precompile_steps``).  The kernels do not depend
+own kernels: ``rbd_ros.node.model_build.precompile_steps``).  The kernels do not depend
 on the robot (a model is an array of numbers), so one small built-in model covers
 every robot.  Run by ``rbd_precompile`` (``rbd_ros/precompile.py``).
 """

@@ -102,12 +102,13 @@ class ClosedLoop(LoopProcesses):
 
     def __init__(self, ns: str, node_params: dict, *, q0=Q0, sim_params: dict | None = None,
                  desired_rate: float = 500.0, record_commands: bool = False, robot=ROBOT,
-                 lock_step: bool = False):
+                 lock_step: bool = False, joints=JOINTS):
 
         self.ns = ns.strip("/")
         self.fqn = f"/{self.ns}/{NODE_NAME}"
         self.q0 = tuple(float(x) for x in q0)
         self.robot = robot
+        self.joints = list(joints)      # the driver's and the desired states' joints (q0's order)
         self.node_params = dict(node_params)
         self.sim_params = dict(sim_params or {})
         self.desired_rate = desired_rate
@@ -144,7 +145,7 @@ class ClosedLoop(LoopProcesses):
         self.pub_desired = self.node.create_publisher(JointTrajectory, f"{self.fqn}/desired_state",
                                                       QOS_DESIRED)
         self._traj_type = JointTrajectory
-        self._desired_msg = JointTrajectory(joint_names=list(JOINTS))     # lock-step: sent from _on_state
+        self._desired_msg = JointTrajectory(joint_names=self.joints)     # lock-step: sent from _on_state
         self._pub_wrench = None   # ~/apply_wrench of the driver (push())
         self._recordings = {}     # id(list) -> subscription (record())
         self._destroy = []        # (subscription, Event) for the spinning thread to destroy
@@ -309,7 +310,7 @@ class ClosedLoop(LoopProcesses):
     def _stream(self):
         """Real time: desired states at desired_rate from desired_fn(wall time)."""
         period = 1.0 / self.desired_rate
-        msg = self._traj_type(joint_names=list(JOINTS))
+        msg = self._traj_type(joint_names=self.joints)
         clock = self.node.get_clock()
         t_next = time.monotonic()
         while not self._stop.is_set():
@@ -440,6 +441,7 @@ class ClosedLoop(LoopProcesses):
         with self.lock:
             sel = [s for s in self.states if t0 <= s[0] <= t1]
         if not sel:
-            return np.zeros(0), np.zeros((0, 7)), np.zeros((0, 7)), np.zeros((0, 7))
+            n = len(self.joints)
+            return np.zeros(0), np.zeros((0, n)), np.zeros((0, n)), np.zeros((0, n))
         return (np.array([s[0] for s in sel]), np.array([s[1] for s in sel]),
                 np.array([s[2] for s in sel]), np.array([s[3] for s in sel]))

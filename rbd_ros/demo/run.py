@@ -47,24 +47,27 @@ def measure_hold(loop: ClosedLoop, seconds: float):
     return float(np.max(np.abs(Q - Q[0]))), t0, t0 + seconds
 
 
-def measure_tracking(loop: ClosedLoop, q0=Q0, duration=TRAJ_S, settle=0.3):
-    """Computed-torque mode (desired = q0 meanwhile), then the demo trajectory as desired
-    states; returns (rms rad, max rad, t_start, t_end), errors q(t) - q_d(t) at the
-    joint states' stamps over the trajectory (times: ``loop.now()``, wall-clock or
-    simulated)."""
+def measure_tracking(loop: ClosedLoop, q0=Q0, duration=TRAJ_S, settle=0.3, ref=None):
+    """Computed-torque mode (desired = q0 meanwhile), then the demo trajectory (or
+    ``ref(t)`` -> (q, v, a), t from its start) as desired states; returns (rms rad, max
+    rad, t_start, t_end), errors q(t) - q_d(t) at the joint states' stamps over the
+    trajectory (times: ``loop.now()``, wall-clock or simulated)."""
+    if ref is None:
+        def ref(t):
+            return reference(t, q0, duration)
     loop.desired_fn = lambda t: reference(0.0, q0)
     res = loop.set_params(command_mode="computed_torque")
     assert all(ok for ok, _ in res), res
     loop.sleep(settle)
     # (lock-step runs faster than this process reacts: a wider margin)
     t_start = loop.sync() + (0.2 if loop.lock_step else 0.05)
-    loop.desired_fn = lambda t: reference(t - t_start, q0, duration)
+    loop.desired_fn = lambda t: ref(t - t_start)
     loop.sleep(duration)
     loop.wait_recorded(t_start + duration)
     t, Q, _, _ = loop.window(t_start, t_start + duration)
     if len(t) < 2:
         raise RuntimeError("no joint states during the trajectory")
-    Qd = reference_batch(t - t_start, q0=q0, duration=duration)[0]
+    Qd = np.array([ref(x)[0] for x in t - t_start])
     e = Q - Qd
     return float(np.sqrt(np.mean(e ** 2))), float(np.max(np.abs(e))), t_start, t_start + duration
 

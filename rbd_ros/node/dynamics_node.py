@@ -1,29 +1,13 @@
-"""The rbd_ros dynamics node (rclpy): composition of the parts.
-
-Module map (rbd_ros/node):
-  names.py          topic/service names and QoS
-  params.py         parameter table, typed ``Params`` snapshot
-  runtime.py        ROS-free: a model, joint names, merged state, output buffers
-  control.py        the control path: joint_states -> Robot -> published outputs
-  services.py       service request -> core -> response, and the service factory
-  payload.py        ROS-light: payloads and armature of the model (parse, check, build)
-  recent.py         ROS-free: the recent complete joint states (ring buffer, control thread writes)
-  payload_estimation.py  ~/estimate_payload: recent joint states -> filtered -> payload (-> applied)
-  worker_client.py  the service worker process seen from the node (restarts)
-  protocol.py       the node <-> worker line protocol (both sides)
-  service_worker.py the worker process itself
-  diagnostics.py    /diagnostics status as a pure function
-  stats.py          control-path counters and timing
-  heap.py           gc.freeze after start-up
-  main.py           console entry point and signal handling
+"""The rbd_ros dynamics node (rclpy): composition of the parts (ARCHITECTURE.md has the
+module map).
 
 Threads and executors
 ---------------------
 * control path: a small node ``<name>_control`` that holds only the
   ``joint_states`` and ``~/desired_state`` subscriptions, spun by its own executor
   in the main thread (rclpy's EventsExecutor by default, or a SingleThreadedExecutor
-  with ``control_executor: single``).  Its callbacks (control.py) merge the state,
-  call rbd_ros.core and publish preallocated messages.
+  with ``control_executor: single``).  Its callbacks (control_path.py) merge the state,
+  call the terms (terms.py) and publish preallocated messages.
 * background: the main node ``<name>`` (parameters, ``robot_description``,
   ``~/set_payload``, ``~/estimate_payload``, ``~/payload``, services, ``/diagnostics``), spun by a
   SingleThreadedExecutor in a second thread.  Model builds (URDF, armature,
@@ -52,7 +36,18 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from rbd_ros.node import diagnostics, held_state, names, param_table, params, payload_estimation, planner_services, qos
+from rbd_ros.node import (
+    constrained_services,
+    diagnostics,
+    held_state,
+    names,
+    param_table,
+    params,
+    payload_estimation,
+    planner_services,
+    qos,
+    terms,
+)
 from rbd_ros.node import payload as pl
 from rbd_ros.node.control_path import ControlPath
 from rbd_ros.node.heap import freeze_heap
@@ -101,7 +96,7 @@ class DynamicsNode:
 
         p = params.startup_params(n, self.log, self.stats.error)
         self.control_executor_kind = p.control_executor
-        self.control_path = ControlPath(n, self.stats, self.log, p)
+        self.control_path = ControlPath(n, self.stats, self.log, p, terms.TERMS)
         self.models = ModelManager(self.control_path.bind, lambda: self.control_path.runtime, self._on_model,
                                    self.log, self.stats.error)
         self.models.read_startup_payloads(p)
@@ -225,7 +220,7 @@ class DynamicsNode:
         return self.models.set_payloads(changes)
 
     def _on_reset_observer(self, request, response):
-        response.success = self.control_path.step.reset_observer(self.runtime)
+        response.success = self.control_path.reset_observer()
         response.message = "observer restarts at the next joint state" if response.success else \
             "the observer is off (parameter observer, or no model yet)"
         return response
@@ -283,7 +278,9 @@ class DynamicsNode:
     def _on_estimate_payload(self, request, response):
         """~/estimate_payload (payload_estimation.py), in the background thread."""
         try:
-            response = payload_estimation.answer(self.runtime, request, response,
+            b = self.control_path.bound      # the Robot and its window of recent joint states, together
+            rt, window = (b.rt, b.bound.by_key["recent"].window) if b is not None else (None, None)
+            response = payload_estimation.answer(rt, window, request, response,
                                                  params.read(self.node).payload_cutoff, time.monotonic(),
                                                  self.set_payloads, self.log)
         except Exception as e:  # never let a request kill the node
@@ -322,7 +319,7 @@ class DynamicsNode:
         else:
             self.services = create_dynamics_services(
                 self.node, self.node.get_fully_qualified_name(), lambda: self.runtime, self.log,
-                extra=planner_services.table(self.held_state))
+                extra=planner_services.table(self.held_state) + constrained_services.table())
             self.relay = TrajectoryRelay(self.node, *relay, lambda: self.runtime, self.log,
                                          held=self.held_state)
             self.services_ready = True
@@ -354,7 +351,7 @@ class DynamicsNode:
             self.max_state_age, services=text, services_error=error,
             command_friction=bool(params.read(self.node).command_friction),
             payload_rejected=self.payload_rejected,
-            command=self.control_path.command_diagnostics(now), relay=relay)
+            command=self.control_path.diagnostics(now), relay=relay)
         self.pub_diag.publish(diagnostics.as_array(status, self.node.get_clock().now().to_msg()))
 
     # ---------------------------------------------------------------- running

@@ -63,9 +63,12 @@ class ModelManager:
         rt = self.current()
         payloads = rt.options.get("payloads", {}) if rt is not None else self.startup_payloads
         with self.lock:
+            constraints = mb.read_constraints_file(p.constraints_file) if p.constraints_file else ()
             new = mb.build_robot(text, floating_base=p.floating_base, mimic=p.mimic, gravity=p.gravity,
                                  joints=p.joints, source=where, armature=p.armature, payloads=payloads,
-                                 friction_velocity_eps=friction_eps(p))
+                                 friction_velocity_eps=friction_eps(p), actuated=p.actuated_joints,
+                                 constraints=constraints, initial_positions=p.initial_positions,
+                                 loop_cond_limit=p.loop_cond_limit)
         self.check(new, rt)
         return new
 

@@ -16,6 +16,7 @@ TOPIC_GRAVITY_STATE = "~/gravity_torques_state"
 TOPIC_BIAS = "~/bias_torques"
 TOPIC_BIAS_STATE = "~/bias_torques_state"
 TOPIC_INERTIA = "~/inertia_matrix"
+TOPIC_CONSTRAINT_FORCES = "~/constraint_forces"  # rbd_ros_interfaces/ConstraintForces (closed loops: λ)
 TOPIC_EFFORT_COMMAND = "~/effort_command"       # for forward_command_controller ~/commands
 TOPIC_EFFORT_COMMAND_STATE = "~/effort_command_state"
 TOPIC_FEEDFORWARD = "~/feedforward_torques"     # on each desired state
@@ -33,6 +34,8 @@ SRV_FD = "~/forward_dynamics"
 SRV_FD_TRAJ = "~/forward_dynamics_trajectory"
 SRV_RETIME = "~/retime_trajectory"              # rbd_ros_interfaces/srv/RetimeTrajectory (planner_services.py)
 SRV_PAYLOAD_CAPACITY = "~/payload_capacity"     # rbd_ros_interfaces/srv/PayloadCapacity
+SRV_CID = "~/constrained_inverse_dynamics"      # rbd_ros_interfaces/srv/ConstrainedInverseDynamics
+SRV_CFD = "~/constrained_forward_dynamics"      # rbd_ros_interfaces/srv/ConstrainedForwardDynamics
 # payloads at run time (dynamics_node.py, payload.py)
 TOPIC_PAYLOAD = "~/payload"                     # geometry_msgs/InertiaStamped, latched
 SRV_SET_PAYLOAD = "~/set_payload"               # rbd_ros_interfaces/srv/SetPayload

@@ -45,6 +45,7 @@ G_MODEL, G_OUT, G_CMD, G_ROBOT, G_OBS, G_EST, G_PROC = ("Robot model", "Outputs"
                                                         "Real-robot terms", "Contact (momentum observer)",
                                                         "Payload estimation (~/estimate_payload)",
                                                         "Processes and executors")
+G_LOOPS = "Closed loops (parallel mechanisms)"
 
 TABLE = (
     Param("robot_description", STRING, "", "URDF XML of the robot. Non-empty: used instead of waiting for the "
@@ -52,7 +53,8 @@ TABLE = (
     Param("urdf_file", STRING, "", "Path of a URDF file, or the name of a robot bundled with rbd_ros (rbd_arm7). "
           "Used when robot_description is empty.", G_MODEL, structural=True),
     Param("joints", STRINGS, [], "Output joint order (and subset) of the torque and inertia topics; empty: every "
-          "DOF of the model in model order. DOF names: a 1-DOF joint is its joint name; a planar joint gives "
+          "DOF of the model in model order (with closed loops: actuated_joints). DOF names: a 1-DOF joint is its "
+          "joint name; a planar joint gives "
           "<joint>/x, <joint>/y, <joint>/theta.", G_MODEL, structural=True,
           example=["joint1", "joint2", "joint3", "joint4", "joint5", "joint6", "joint7"]),
     Param("gravity", DOUBLES, [0.0, 0.0, -9.81], "Gravity vector in the root/world frame; tilt it for wall or "
@@ -62,6 +64,20 @@ TABLE = (
           G_MODEL, structural=True),
     Param("mimic", BOOL, True, "Honour URDF <mimic> joints (not DOFs; their torque folds into the master). "
           "false: mimic joints are independent DOFs.", G_MODEL, structural=True),
+    # closed loops (loops.py; doc/constraints.md)
+    Param("actuated_joints", STRINGS, [], "The joints driven by actuators; required when the model has closed loops "
+          "(URDF <constraint> elements or constraints_file), ignored otherwise. The other joints are passive: "
+          "joint_states may leave them out (the node completes them; one it receives only seeds that), and `joints` "
+          "defaults to these.", G_LOOPS, structural=True, example=["shoulder1", "shoulder2", "shoulder3"]),
+    Param("constraints_file", STRING, "", "Path of a YAML file of loop closures added to the URDF's (for robots "
+          "whose URDF cannot be edited; doc/constraints.md).", G_LOOPS, structural=True),
+    Param("initial_positions", DOUBLES, [], "Closed loops: one position per joint DOF in model order, from which "
+          "the loops are closed when the model is loaded (it picks the assembly branch; a model whose loops cannot "
+          "be closed there is refused); empty: zero.", G_LOOPS, unit="rad or m", range=(-1e6, 1e6),
+          structural=True, example=[0.0, 0.0, 0.0]),
+    Param("loop_cond_limit", DOUBLE, 1000.0, "Closed loops: a joint state whose passive-joint block J_P has a "
+          "condition estimate above this is near a singular configuration, where actuator torques diverge: nothing "
+          "is published for it (diagnostics name the constraint).", G_LOOPS, range=(1.0, 1e12)),
     Param("publish_bias", BOOL, True, "Also publish the bias torques C(q,qd)qd + g(q).", G_OUT),
     Param("publish_inertia", BOOL, True, "Also publish the joint-space inertia matrix H(q).", G_OUT),
     Param("joint_states_reliable", BOOL, False, "Subscribe to joint_states with reliable QoS (depth 10) instead "

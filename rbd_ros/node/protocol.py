@@ -8,7 +8,9 @@ process (service_worker.py), defined once for both sides.
   (``model_command`` / ``parse_model_command``):
   ``{"urdf": ..., "where": ..., "floating_base": ..., "mimic": ..., "gravity": [...],
   "armature": {dof name: value}, "payloads": [{"link", "mass", "com", "inertia"}, ...],
-  "friction_velocity_eps": ...}`` (the last three optional: none, none, 0.01);
+  "friction_velocity_eps": ..., "loops": {"actuated": [...], "constraints": [...],
+  "initial_positions": [...], "loop_cond_limit": ...}}`` (the last four optional: none,
+  none, 0.01, no loops of the node's own; constraints as model_build.constraint_dict);
   ``{"state_reply": id, "names": [...], "positions": [...], "age_s": s}`` or
   ``{"state_reply": id, "error": ...}``: the node's latest joint state, the answer to a
   ``state_request`` (``state_reply`` / ``parse_state_reply``; held_state.py).
@@ -57,14 +59,17 @@ def parse_argv(argv) -> WorkerArgs:
 
 
 def model_command(urdf: str, where: str, floating_base: bool, mimic: bool, gravity,
-                  armature=None, payloads=(), friction_velocity_eps=None) -> str:
-    """``armature``: {DOF name: value}; ``payloads``: payload.Payload objects."""
+                  armature=None, payloads=(), friction_velocity_eps=None, loops=None) -> str:
+    """``armature``: {DOF name: value}; ``payloads``: payload.Payload objects; ``loops``:
+    Robot.options["loops"] (plain data) or None."""
     cmd = {"urdf": urdf, "where": where, "floating_base": bool(floating_base),
            "mimic": bool(mimic), "gravity": [float(x) for x in gravity],
            "armature": {str(k): float(x) for k, x in (armature or {}).items()},
            "payloads": [p.as_dict() for p in payloads]}
     if friction_velocity_eps is not None:
         cmd["friction_velocity_eps"] = float(friction_velocity_eps)
+    if loops:
+        cmd["loops"] = loops
     return json.dumps(cmd)
 
 
@@ -78,7 +83,8 @@ def parse_model_command(line: str) -> dict:
             "gravity": cmd["gravity"], "armature": dict(cmd.get("armature") or {}),
             "payloads": {p.link: p for p in payloads},
             "friction_velocity_eps": float(cmd.get("friction_velocity_eps",
-                                                   DEFAULT_FRICTION_VELOCITY_EPS))}
+                                                   DEFAULT_FRICTION_VELOCITY_EPS)),
+            **(cmd.get("loops") or {})}
 
 
 def event_ready() -> str:

@@ -1,11 +1,11 @@
-"""ROS-free part of the node: a loaded model with its name maps, the merged
-joint state (and measured efforts), the output buffers (one per term of
-``terms.TERMS``), and the command law with its desired state (``Robot.law``,
-effort_law.py).
+"""ROS-free part of the node: a loaded model with its name maps and the merged joint
+state (positions, velocities, measured efforts, their receive times); for a model with
+closed loops, the state completed from the actuated joints (loops.py).
 
-One ``Robot`` is built per robot description (off the control path) and
-swapped in atomically; the control path only ever reads ``node.runtime`` once
-per message.  No dynamics maths here: everything goes through ``rbd_ros.core``.
+One ``Robot`` is built per robot description (off the control path) and swapped in
+atomically with its output terms (term.py; they own the buffers and everything
+computed from the state); the control path reads the pair once per message.  No
+dynamics maths here: everything goes through ``rbd_ros.core``.
 """
 from __future__ import annotations
 
@@ -16,14 +16,13 @@ import numpy as np
 from numba import njit
 
 import rbd_ros.core as rbd
-from rbd_ros.node import terms
-from rbd_ros.node.effort_law import CommandLaw
 
 # reasons a joint-state message is dropped (diagnostics keys)
 DROP_SIZE = "size_mismatch"
 DROP_NONFINITE = "non_finite"
 DROP_DUPLICATE = "duplicate_names"
 DROP_RANGE = "out_of_range"
+DROP_NOT_CLOSED = "loops_not_closed"
 
 # The largest |velocity| (rad/s or m/s) and |prismatic position| (m) a joint state may carry:
 # the core computes finite results for every in-bounds model (core/errors.py BOUNDS) at
@@ -35,15 +34,16 @@ STATE_LIMIT = 1e6
 
 @njit(cache=True, nogil=True)
 def merge_k(pos, vel, has_vel, eff, has_eff, src, dst, dst_q, dst_v, q_limit, v_limit, q, v, stamp, tau,
-            effort_stamp, now):
+            effort_stamp, now, required):
     """Copy pos[src] (and vel[src], or zeros) into q / v at dst_q / dst_v and stamp the
     DOFs dst with ``now`` -- only if every copied value is acceptable: |pos[src[k]]| <=
     q_limit[dst[k]] and |vel[src[k]]| <= v_limit (False for NaN, inf and numbers the
     core would overflow on).  With ``has_eff``, eff[src] goes into tau at dst_v where
     finite (effort_stamp = now); a DOF merged without a finite effort gets effort_stamp
-    -inf.  Returns (code, oldest stamp of all DOFs, efforts fresh): code -1 merged; k >= 0
-    position src[k] refused; -(k + 2) velocity src[k] refused (nothing written then);
-    efforts fresh: every DOF's latest position came with its effort."""
+    -inf.  Returns (code, oldest stamp of the ``required`` DOFs, efforts fresh): code -1
+    merged; k >= 0 position src[k] refused; -(k + 2) velocity src[k] refused (nothing
+    written then); efforts fresh: every required DOF's latest position came with its
+    effort."""
     m = src.shape[0]
     for k in range(m):
         if not abs(pos[src[k]]) <= q_limit[dst[k]]:
@@ -64,6 +64,8 @@ def merge_k(pos, vel, has_vel, eff, has_eff, src, dst, dst_q, dst_v, q_limit, v_
     oldest = np.inf
     fresh = True
     for i in range(stamp.shape[0]):
+        if not required[i]:
+            continue
         if stamp[i] < oldest:
             oldest = stamp[i]
         if effort_stamp[i] != stamp[i]:
@@ -71,12 +73,20 @@ def merge_k(pos, vel, has_vel, eff, has_eff, src, dst, dst_q, dst_v, q_limit, v_
     return -1, oldest, fresh
 
 
+def actuated_missing_text(constraint_names, transmissions=()) -> str:
+    """The error for a model with loops and no actuated_joints (``transmissions``: the
+    URDF's transmission joints, a hint)."""
+    hint = f" (the URDF's transmissions name {list(transmissions)})" if transmissions else ""
+    return (f"parameter actuated_joints: the model has closed loops (constraints {list(constraint_names)}): name "
+            f"the joints driven by actuators{hint}; the others are passive, completed from them")
+
+
 def warm_merge(nq: int, nv: int, ndof: int) -> None:
     """Compile (or load) merge_k for the argument types Robot.update gives it (nothing merged)."""
     none = np.zeros(0, dtype=np.int64)
     one = np.zeros(1)
     merge_k(one, one, True, one, True, none, none, none, none, np.zeros(ndof), 0.0, np.zeros(nq), np.zeros(nv),
-            np.zeros(ndof), np.zeros(nv), np.zeros(ndof), 0.0)
+            np.zeros(ndof), np.zeros(nv), np.zeros(ndof), 0.0, np.ones(ndof, dtype=np.uint8))
 
 
 def _f64(x) -> np.ndarray:
@@ -95,9 +105,16 @@ class Robot:
     joint) is not a named DOF (services carry it in base_* fields, the topic path
     keeps the base at the neutral pose, at rest).  Any other floating joint is
     refused (ModelError): the node has one base.
+
+    Closed loops (``model.constraints``): ``loops`` (loops.Loops, required then; its
+    ``actuated`` joints) completes the passive joints per message (a passive joint
+    received only seeds the solve), ``joints`` defaults to the actuated ones and the joint
+    state needs only them (``required``); the loops are closed here from ``initial`` (one
+    position per DOF, ``dof_names`` order; empty: zero) -- a ModelError names the
+    constraint when that is not possible.
     """
 
-    def __init__(self, model, joints=(), source: str = ""):
+    def __init__(self, model, joints=(), source: str = "", loops=None, initial=()):
         self.model = model
         self.source = source
         self.floating = False
@@ -143,7 +160,10 @@ class Robot:
         self.mimic = dict(getattr(model, "mimic_joints", {}) or {})
         self.link_index = {n: i for i, n in enumerate(model.link_names)}
 
-        joints = tuple(joints or ())
+        self.loops = None
+        if model.constraints and loops is None:
+            raise rbd.ModelError(actuated_missing_text([c.name for c in model.constraints]))
+        joints = tuple(joints or ()) or (loops.actuated if model.constraints else ())
         if joints:
             seen = set()
             for n in joints:
@@ -163,7 +183,9 @@ class Robot:
         self.q = np.array(model.neutral(), dtype=np.float64)
         self.v = np.zeros(nv)
         self.stamp = np.full(self.ndof, -math.inf)  # monotonic receive time per DOF
-        self.oldest = -math.inf                      # min(stamp) after the last update()
+        self.oldest = -math.inf                      # min(stamp) of the required DOFs after the last update()
+        # the DOFs a joint state must carry (all; with loops the actuated ones)
+        self.required = np.ones(self.ndof, dtype=np.uint8)
         self._name_cache: dict = {}
         self.warned_no_velocity: set = set()
         self.warned_unknown: set = set()
@@ -173,22 +195,37 @@ class Robot:
         self.tau_meas = np.zeros(nv)
         self.effort_stamp = np.full(self.ndof, -math.inf)
         self.efforts_ok = False     # every DOF's latest position came with its effort (update())
+        self.efforts_bad = False    # the last message carried efforts, some NaN/inf (update())
         self.merged = False         # the last update() merged some joint of the model
-        # output buffers, one per term of terms.TERMS: array.array shared with the messages,
-        # numpy views to write into (joints order)
-        self.bufs = terms.buffers(self)
-        self.arrays = {k: view for k, (_, view) in self.bufs.items()}
-        self.g, self.b, self.h = self.arrays["g"], self.arrays["b"], self.arrays["h"]
-        # ~/effort_command and ~/feedforward_torques: the command law (effort_law.py) writes
-        # into the cmd and ff buffers
-        self.law = CommandLaw(self)
-        self.cmd, self.ff = self.law.cmd, self.law.ff
-        # the momentum observer (control_step.py; None while the parameter observer is off)
-        self.observer = self.observer_settings = self.detector = self.collision_state = None
-        self.cmd_prev = np.zeros(nv)      # the last effort command, model order (what the joints got)
-        self.cmd_prev_valid = False
-        # the recent complete joint states for ~/estimate_payload (recent.py; ControlStep.bind sets it)
-        self.recent = None
+        if model.constraints:
+            self._init_loops(loops, initial)
+
+    # ---------------------------------------------------------------- loops
+    def _init_loops(self, loops, initial) -> None:
+        """The loops, the required DOFs, and q closed from ``initial`` (ModelError naming
+        the constraint when it cannot be)."""
+        act = set(loops.actuated)
+        self.required[:] = [1 if n in act else 0 for n in self.dof_names]
+        loops.out_v = self.out_v
+        self.loops = loops
+        initial = list(initial or ())
+        where = "the zero configuration"
+        if initial:
+            if len(initial) != self.ndof:
+                raise rbd.ModelError(f"parameter initial_positions: {len(initial)} values, expected {self.ndof} (one "
+                                     f"per joint DOF in model order: {list(self.dof_names)}) or none")
+            bad = [k for k, x in enumerate(initial) if not (math.isfinite(float(x)) and abs(float(x)) <= STATE_LIMIT)]
+            if bad:
+                raise rbd.ModelError(f"parameter initial_positions[{bad[0]}] ({self.dof_names[bad[0]]}): expected a "
+                                     f"finite number, got {initial[bad[0]]}")
+            self.q[self.dof_q] = np.asarray(initial, dtype=np.float64)
+            where = "initial_positions"
+        try:
+            self.loops.complete(self.q, self.v)
+        except ValueError as e:
+            raise rbd.ModelError(f"{e} -- from {where} (the loops must close there: set initial_positions "
+                                 "near an assembly of the mechanism)") from None
+        self.loops.q_initial = self.q.copy()
 
     # ---------------------------------------------------------------- names
     def unknown_joint_text(self, name: str, field: str) -> str:
@@ -258,21 +295,23 @@ class Robot:
         nvel = len(velocity)
         if nvel not in (0, n):
             return DROP_SIZE, f"velocity has {nvel} entries for {n} names (expected {n} or 0)"
+        neff = len(effort) == n and n > 0
+        # NaN/inf among the efforts (sum: no allocation; a NaN anywhere makes it NaN)
+        self.efforts_bad = neff and not math.isfinite(sum(effort))
         src, dst, dst_q, dst_v, unknown, dup = self._lookup(names)
         if dup:
             return DROP_DUPLICATE, "a joint name appears twice in one message"
         if len(src) == 0:                 # no joint of the model: nothing merged, no sample of its state
-            self.oldest = float(self.stamp.min())
+            self.oldest = self._oldest()
             self.merged = False
             return "ok", unknown
         self.merged = True
         p = _f64(position)
         vv = _f64(velocity) if nvel else p
-        neff = len(effort) == n and n > 0
         e = _f64(effort) if neff else p
         code, self.oldest, self.efforts_ok = merge_k(p, vv, nvel > 0, e, neff, src, dst, dst_q, dst_v, self.q_limit,
                                                      STATE_LIMIT, self.q, self.v, self.stamp, self.tau_meas,
-                                                     self.effort_stamp, now)
+                                                     self.effort_stamp, now, self.required)
         if code != -1:
             if code >= 0:
                 field, x, lim = "position", p, self.q_limit[dst]
@@ -285,6 +324,11 @@ class Robot:
             bad = [f"{names[int(k)]}: {x[k]:.3g}" for k, m in zip(src, lim) if not abs(x[k]) <= m]
             return DROP_RANGE, (f"{field} beyond {STATE_LIMIT:g} in magnitude ({', '.join(bad)}): not a state "
                                 "of a real robot (the dynamics would overflow)")
+        if self.loops is not None:
+            try:
+                self.loops.complete(self.q, self.v)
+            except ValueError as err:      # rbd.LoopsNotClosed: the last closed state is kept
+                return DROP_NOT_CLOSED, str(err)
         return ("ok" if nvel else "no_velocity"), unknown
 
     def efforts_fresh(self) -> bool:
@@ -297,8 +341,12 @@ class Robot:
         return self._fresh(self.oldest, now, max_age)
 
     def ready(self, now: float, max_age: float) -> bool:
-        """Every DOF has a position, none older than max_age (<= 0: any age)."""
-        return self._fresh(self.stamp.min(), now, max_age)
+        """Every required DOF has a position, none older than max_age (<= 0: any age)."""
+        return self._fresh(self._oldest(), now, max_age)
+
+    def _oldest(self) -> float:
+        s = self.stamp[self.required.astype(bool)]
+        return float(s.min()) if s.size else math.inf
 
     @staticmethod
     def _fresh(oldest: float, now: float, max_age: float) -> bool:
@@ -308,30 +356,20 @@ class Robot:
 
     def missing_and_stale(self, now: float, max_age: float):
         """(DOFs never received, DOFs older than max_age)."""
-        missing = [self.dof_names[i] for i in range(self.ndof) if self.stamp[i] == -math.inf]
+        req = self.required
+        missing = [self.dof_names[i] for i in range(self.ndof) if req[i] and self.stamp[i] == -math.inf]
         stale = [self.dof_names[i] for i in range(self.ndof)
-                 if self.stamp[i] > -math.inf and max_age > 0 and now - self.stamp[i] > max_age]
+                 if req[i] and self.stamp[i] > -math.inf and max_age > 0 and now - self.stamp[i] > max_age]
         return missing, stale
 
     def adopt_state(self, old: "Robot") -> None:
-        """Carry the latest joint values (and the desired state, see CommandLaw.adopt)
-        over from the previous model (same names)."""
-        self.law.adopt(old.law)
+        """Carry the latest joint values over from the previous model (same names).  With
+        loops, only the required (measured) ones: the passive joints start again from the
+        initial assembly (the branch resets on a model swap)."""
         for i, n in enumerate(self.dof_names):
             j = old.dof_index.get(n)
-            if j is not None:
+            if j is not None and self.required[i]:
                 self.q[self.dof_q[i]] = old.q[old.dof_q[j]]
                 self.v[self.dof_v[i]] = old.v[old.dof_v[j]]
                 self.stamp[i] = old.stamp[j]
-        self.oldest = float(self.stamp.min())
-
-    # ------------------------------------------------------------ compute
-    def compute(self, bias: bool, inertia: bool) -> None:
-        """Fill g (and b, H) for the current state in output order, in one core call.
-        Raises ValueError (nothing to publish) if the state or a result is not finite."""
-        rbd.compensation_into(self.model, self.q, self.v, self.out_v, self.g,
-                              self.b if bias else None, self.h if inertia else None)
-
-    def buffer(self, key: str):
-        """The array.array of term ``key`` (what its messages carry)."""
-        return self.bufs[key][0]
+        self.oldest = self._oldest()

@@ -43,8 +43,8 @@ def main(argv=None):
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
     from rclpy.signals import SignalHandlerOptions
 
+    from rbd_ros.node import constrained_services, planner_services, protocol
     from rbd_ros.node import model_build as mb
-    from rbd_ros.node import planner_services, protocol
     from rbd_ros.node.heap import freeze_heap
     from rbd_ros.node.held_state import HeldStateRequester
     from rbd_ros.node.services import create_dynamics_services
@@ -101,7 +101,7 @@ def main(argv=None):
             return 0
         load(line)
     create_dynamics_services(node, args.node_fqn, lambda: state["runtime"], log,
-                             extra=planner_services.table(held))
+                             extra=planner_services.table(held) + constrained_services.table())
     if args.relay:  # the trajectory relay (relay.py says why it runs here)
         from rbd_ros.node.relay import TrajectoryRelay
         TrajectoryRelay(node, *args.relay, lambda: state["runtime"], log,

@@ -5,11 +5,11 @@ cache (``__pycache__`` next to the sources, or ``NUMBA_CACHE_DIR``); a start wit
 a warm cache loads them in about a second.  On the first start after an install the
 cache is empty and compiling everything takes minutes of CPU, so the work is split:
 
-* ``warm_control_path`` (the node process, before the first torque): only what the
-  torque topics use -- ``compensation_into`` (g, b, H in one call), ``rnea_into``
+* ``model_build.warm_control_path`` (the node process, before the first torque): only
+  what the torque topics use -- ``compensation_into`` (g, b, H in one call), ``rnea_into``
   (computed torque), the joint-state merge kernel and the command law's kernels.  From
   an empty cache a second process (``rbd_precompile --step``, the steps of
-  ``precompile_steps`` below) compiles CRBA, the command law's kernels and the merge
+  ``model_build.precompile_steps``) compiles CRBA, the command law's kernels and the merge
   kernel into the disk cache meanwhile (the other core), so the node's own compile is
   about RNEA's alone.
 * ``warm_services`` (the service worker, a process of its own, so on the other core
@@ -34,8 +34,6 @@ import numpy as np
 import rbd_ros.core as rbd
 from rbd_ros.core import compile_steps
 from rbd_ros.core.calls import registry
-from rbd_ros.node import effort_law, recent
-from rbd_ros.node.robot import Robot, merge_k, warm_merge
 
 # seconds from node start to the control path / the services on a cold first start, quoted
 # in the first-start log line so that a user knows what to expect (bench/first_start.py)
@@ -43,7 +41,7 @@ CONTROL_PATH_S = 10
 SERVICES_S = 15
 
 
-def _log(log, text: str) -> None:
+def log_line(log, text: str) -> None:
     if log is None:
         try:
             from rclpy.logging import get_logger  # the node's logger; plain logging without rclpy
@@ -60,12 +58,12 @@ def cold(names, kernels=()) -> bool:
     return registry.will_compile(names, kernels)
 
 
-def _announce(what: str, names, kernels, seconds: int, log):
+def announce(what: str, names, kernels, seconds: int, log):
     """Log the first-start line if the kernels must be compiled; returns (start time,
     cold)."""
     is_cold = cold(names, kernels)
     if is_cold:
-        _log(log, first_start_line(what, seconds))
+        log_line(log, first_start_line(what, seconds))
     return time.perf_counter(), is_cold
 
 
@@ -81,33 +79,12 @@ def ready_line(what: str, seconds: float) -> str:
             "`rbd_precompile` compiles every kernel ahead of time, e.g. after an install)")
 
 
-# the core's public functions and the node's own kernels each process calls
+# the core's public functions each process calls
 CONTROL_PATH = ("compensation_into", "rnea_into")
 SERVICES = ("rnea", "forward_dynamics")
 
-
-def node_kernels():
-    """The node's own numba kernels (joint-state merge, effort law, recent joint states)."""
-    return (merge_k,) + effort_law.KERNELS + recent.KERNELS
-
-
-def precompile_steps(model):
-    """The node's steps of ``rbd_precompile`` (entry point group ``rbd_ros.precompile``):
-    (name, function, group).  ``crba (one state)`` is what the first start's helper
-    compiles for the node (compensation_into calls CRBA)."""
-    q = model.neutral()
-
-    def merge():
-        warm_merge(model.nq, model.nv, model.nv)
-        recent.RecentStates(model.nq, model.nv, (), 0.01, 100.0)     # compiles its kernel
-
-    return [("crba (one state)", lambda: rbd.crba(model, q), 0),
-            ("node command law kernels", lambda: Robot(model, (), "precompile").law.warm_kernels(), 0),
-            ("node merge kernel", merge, 0)]
-
-
-# what the helper process compiles (precompile step names), CRBA first: compensation_into
-# waits for it
+# what the first start's helper process compiles for the control path (precompile step
+# names: model_build.precompile_steps), CRBA first: compensation_into waits for it
 HELPER_STEPS = ("crba (one state)", "node command law kernels", "node merge kernel")
 
 
@@ -145,25 +122,6 @@ def wait_for_helper(helper, ready, timeout=300.0) -> None:
         time.sleep(0.02)
 
 
-def warm_control_path(rt, log=None) -> None:
-    """Compile and run once what the node's torque topics use (see the module docstring)."""
-    t0, was_cold = _announce("control-path", CONTROL_PATH, node_kernels(), CONTROL_PATH_S, log)
-    helper = compile_in_helper() if was_cold else None
-    model = rt.model
-    q = np.array(model.neutral(), dtype=np.float64)
-    z = np.zeros(model.nv)
-    rbd.rnea_into(model, q, z, z, np.empty(model.nv))      # RNEA (meanwhile the helper: CRBA)
-    if helper is not None:          # compensation_into needs CRBA: its cache entry first
-        wait_for_helper(helper, lambda: registry.cached(["crba"]))
-    rbd.compensation_into(model, q, z, rt.out_v, np.empty(rt.nout), np.empty(rt.nout),
-                          np.empty(rt.nout * rt.nout))
-    if helper is not None:          # then the helper's rest: command law, merge kernel
-        wait_for_helper(helper, lambda: False)
-    warm_merge(model.nq, model.nv, rt.ndof)     # the merge kernel as Robot.update calls it
-    if was_cold:
-        _log(log, ready_line("control-path", time.perf_counter() - t0))
-
-
 # the core's public names behind the momentum observer's outputs, and the precompile steps
 # that compile them
 OBSERVER = ("MomentumObserver", "external_wrench", "CollisionDetector") + compile_steps.CONTACT_ENTRIES
@@ -177,18 +135,18 @@ def warm_observer(model, frame, log=None) -> None:
     the control path."""
     if registry.will_compile(OBSERVER):
         t0 = time.perf_counter()
-        _log(log, "first use: compiling the momentum observer's kernels (numba) in a helper process")
+        log_line(log, "first use: compiling the momentum observer's kernels (numba) in a helper process")
         helper = compile_in_helper(OBSERVER_STEPS)
         if helper is not None:
             wait_for_helper(helper, lambda: False)
-        _log(log, ready_line("observer", time.perf_counter() - t0))
+        log_line(log, ready_line("observer", time.perf_counter() - t0))
     compile_steps.warm_contact(model, frame)
 
 
 def warm_services(rt, log=None) -> None:
     """Compile and run once what the services use; sets ``rt.fd_error`` (None, or why
     forward dynamics is not available for this model)."""
-    t0, was_cold = _announce("service", SERVICES, (), SERVICES_S, log)
+    t0, was_cold = announce("service", SERVICES, (), SERVICES_S, log)
     model = rt.model
     q = np.array(model.neutral(), dtype=np.float64)
     z = np.zeros(model.nv)
@@ -206,7 +164,7 @@ def warm_services(rt, log=None) -> None:
             rt.fd_error = str(e)
     warm_planners(model)
     if was_cold:
-        _log(log, ready_line("service", time.perf_counter() - t0))
+        log_line(log, ready_line("service", time.perf_counter() - t0))
 
 
 def warm_planners(model) -> None:
@@ -227,20 +185,3 @@ def warm_planners(model) -> None:
                              effort_limits=1e9)
     except ValueError:  # e.g. a last link fixed to the world: nothing feels a payload there
         pass
-
-
-def warm_up(rt, services: bool = False) -> None:
-    """Compile (numba) and run once the kernels this process needs, so that no message
-    pays a compile: the control path's in the node (and the effort law's), the
-    services' (which also sets ``rt.fd_error``) in the service worker.
-
-    Forward dynamics needs a non-singular H; a model whose H is singular (a link
-    without ``<inertial>`` moved by a joint: a massless leaf) still has g, b, H and
-    inverse dynamics.  Its forward dynamics failure is kept in ``rt.fd_error`` (the
-    services then refuse forward dynamics requests one by one) instead of refusing
-    the model."""
-    if services:
-        warm_services(rt)
-    else:
-        warm_control_path(rt)
-        rt.law.warm_up()

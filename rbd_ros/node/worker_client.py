@@ -96,7 +96,7 @@ class WorkerClient:
         line = protocol.model_command(urdf, where, options["floating_base"], options["mimic"],
                                       options["gravity"], options.get("armature"),
                                       tuple((options.get("payloads") or {}).values()),
-                                      options.get("friction_velocity_eps"))
+                                      options.get("friction_velocity_eps"), options.get("loops"))
         with self._lock:
             self._last_model = line
             if self.proc is not None:
