@@ -1,7 +1,11 @@
 import os
+import subprocess
+import sys
 from glob import glob
 
 from setuptools import find_packages, setup
+from setuptools.command.develop import develop
+from setuptools.command.install import install
 
 package_name = "rbd_ros"
 
@@ -43,6 +47,62 @@ ROS_BUILD_WHEELS = [
 IDENT = ["scipy==1.17.1", "rosbags==0.11.9", "tqdm==4.70.1", "threadpoolctl==3.6.0"]
 
 
+PRECOMPILE_ENV = "RBD_ROS_PRECOMPILE"
+
+
+def _say(text):
+    print(text, flush=True)
+
+
+def precompile(tree, log=_say):
+    """Compile the numba kernels into numba's cache beside the sources installed under
+    ``tree`` (rbd_precompile --install-tree: the node's first start then loads them), in a
+    process of its own that imports rbd_ros from there.  The environment variable
+    RBD_ROS_PRECOMPILE: unset or 1 compiles every kernel, 0 nothing, else a comma-separated
+    list of rbd_precompile step names compiles those.  A failure is reported, not raised:
+    the install itself is complete, and the node compiles what it needs on its first start."""
+    choice = os.environ.get(PRECOMPILE_ENV, "1").strip()
+    if choice == "0":
+        log(f"rbd_ros: {PRECOMPILE_ENV}=0: numba kernels not compiled; the node's first start compiles them")
+        return
+    cmd = [sys.executable, "-m", "rbd_ros.precompile", "--quiet", "--install-tree", tree]
+    if choice != "1":
+        cmd += [arg for step in choice.split(",") for arg in ("--step", step.strip())]
+    log(f"rbd_ros: compiling the numba kernels into {tree} (rbd_precompile: about a minute of CPU "
+        f"once per change of the sources, a few seconds when they are compiled; {PRECOMPILE_ENV}=0 skips)")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = tree + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    try:
+        code = subprocess.run(cmd, cwd=tree, env=env).returncode
+    except OSError as e:
+        code = e
+    if code:
+        print(f"rbd_ros: WARNING: rbd_precompile failed ({code}): the numba kernels were not compiled at "
+              "install; the node's first start compiles what it needs (run rbd_precompile to do it ahead)",
+              file=sys.stderr)
+
+
+class Install(install):
+    """``setup.py install`` (what ``colcon build`` runs), then the numba kernels compiled into
+    the installed tree.  Not for a staged install (``--root``: a wheel being built, a
+    distribution package), whose tree is not where it will run."""
+
+    def run(self):
+        super().run()
+        if self.root is None and not self.dry_run:
+            precompile(os.path.abspath(self.install_lib))
+
+
+class Develop(develop):
+    """``setup.py develop`` (``colcon build --symlink-install``), then the numba kernels
+    compiled into the cache beside the sources it links."""
+
+    def run(self):
+        super().run()
+        if not self.uninstall and not self.dry_run:
+            precompile(os.path.abspath(self.egg_path))
+
+
 def data_dir(folder, pattern="*"):
     files = [f for f in glob(os.path.join(folder, pattern)) if os.path.isfile(f)]
     return (os.path.join("share", package_name, folder), files)
@@ -82,7 +142,9 @@ setup(
         "ros": ROS_WHEELS,
         "ros-build": ROS_WHEELS + ROS_BUILD_WHEELS,
     },
-    zip_safe=True,
+    cmdclass={"install": Install, "develop": Develop},
+    # not zip-safe: numba caches the compiled kernels beside the sources
+    zip_safe=False,
     maintainer="rbd_ros developers",
     maintainer_email="rbd_ros@example.com",
     description="Rigid-body dynamics (RNEA, CRBA, ABA) for ROS 2 on a numba-compiled core",
