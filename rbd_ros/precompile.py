@@ -12,7 +12,11 @@ model covers every robot; the steps follow from the kernel registry
 (``rbd_ros/core/compile_steps.py``) plus what other packages register under the
 entry-point group ``rbd_ros.precompile`` (the node's own kernels).  With ``--jobs 2``
 (default: up to 2, one per core) they are split between two processes by the
-entries' ``group`` (the forward dynamics family, FD and ABA, beside the rest).
+entries' ``group`` (the forward dynamics family, FD and ABA, beside the rest).  A full run (no ``--step``)
+and ``--install-tree`` also byte-compile the package's modules, as pip does when it
+installs: setuptools' install skips that under PYTHONDONTWRITEBYTECODE, and Python then
+writes no ``.pyc`` either, so every process (the node, its service worker) compiled the
+~160 modules it imports from source at each start (~0.3 s of CPU).
 This module imports nothing heavy before its SIGINT handler is in place.
 
 ``--install-tree DIR`` is what ``setup.py install`` and ``setup.py develop`` run after
@@ -31,6 +35,7 @@ process), it also ends when that process ends, however it ends.
 from __future__ import annotations
 
 import argparse
+import compileall
 import ctypes
 import glob
 import hashlib
@@ -152,6 +157,13 @@ def record_sources(package_dir: str) -> None:
         f.write(sources_digest(package_dir) + "\n")
 
 
+def byte_compile(package_dir: str) -> None:
+    """Write ``__pycache__/*.pyc`` for every module under ``package_dir`` that lacks an
+    up-to-date one (compileall; what cannot be written, e.g. a read-only install, is
+    skipped)."""
+    compileall.compile_dir(package_dir, quiet=2)
+
+
 def _imported_from(tree: str):
     """None if this process's rbd_ros package is ``tree/rbd_ros`` (symlinks resolved), else
     where it is."""
@@ -190,6 +202,9 @@ def main(argv=None) -> int:
         dropped = drop_stale_cache(package_dir)
         if dropped and not a.quiet:
             print(f"rbd_precompile: the sources changed: {dropped} numba cache files deleted")
+    if a.part is None and (package_dir is not None or not a.step):
+        import rbd_ros  # only the package's folder (its __init__ imports nothing)
+        byte_compile(package_dir or os.path.dirname(os.path.abspath(rbd_ros.__file__)))
     if a.step:
         run_part(0, 1, a.quiet, only=list(a.step))
         return 0
