@@ -48,6 +48,8 @@ import threading
 import time
 import warnings
 
+import rbd_ros  # the package's folder (its __init__ imports nothing)
+
 
 def _cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
@@ -167,7 +169,6 @@ def byte_compile(package_dir: str) -> None:
 def _imported_from(tree: str):
     """None if this process's rbd_ros package is ``tree/rbd_ros`` (symlinks resolved), else
     where it is."""
-    import rbd_ros
     here = os.path.realpath(os.path.dirname(os.path.abspath(rbd_ros.__file__)))
     return None if here == os.path.realpath(os.path.join(tree, "rbd_ros")) else here
 
@@ -203,7 +204,6 @@ def main(argv=None) -> int:
         if dropped and not a.quiet:
             print(f"rbd_precompile: the sources changed: {dropped} numba cache files deleted")
     if a.part is None and (package_dir is not None or not a.step):
-        import rbd_ros  # only the package's folder (its __init__ imports nothing)
         byte_compile(package_dir or os.path.dirname(os.path.abspath(rbd_ros.__file__)))
     if a.step:
         run_part(0, 1, a.quiet, only=list(a.step))
