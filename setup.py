@@ -68,8 +68,8 @@ def precompile(tree, log=_say):
     cmd = [sys.executable, "-m", "rbd_ros.precompile", "--quiet", "--install-tree", tree]
     if choice != "1":
         cmd += [arg for step in choice.split(",") for arg in ("--step", step.strip())]
-    log(f"rbd_ros: compiling the numba kernels into {tree} (rbd_precompile: about a minute of CPU "
-        f"once per change of the sources, a few seconds when they are compiled; {PRECOMPILE_ENV}=0 skips)")
+    log(f"rbd_ros: compiling the numba kernels into {tree} (rbd_precompile: ~2 min of CPU once per "
+        f"change of the sources, a few seconds when they are compiled; {PRECOMPILE_ENV}=0 skips)")
     env = dict(os.environ)
     env["PYTHONPATH"] = tree + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     try:
@@ -99,8 +99,11 @@ class Develop(develop):
 
     def run(self):
         super().run()
-        if not self.uninstall and not self.dry_run:
-            precompile(os.path.abspath(self.egg_path))
+        # egg_path: the folder put on sys.path (colcon: its build folder, which links the
+        # sources); the folder of setup.py for a setuptools whose develop lacks it
+        tree = getattr(self, "egg_path", None) or os.path.dirname(os.path.abspath(self.distribution.script_name))
+        if not getattr(self, "uninstall", False) and not self.dry_run:
+            precompile(os.path.abspath(tree))
 
 
 def data_dir(folder, pattern="*"):
