@@ -1,6 +1,6 @@
 """The node's time to its first torque: from an empty numba cache (a fresh install) and warm.
 
-    python bench/first_start.py [--rounds 1] [--rev REV] [--verbose] [--timeout 300]
+    python bench/first_start.py [--rounds 1] [--rev REV] [--colcon] [--verbose] [--timeout 300]
 
 Starts ``python -m rbd_ros.node`` on the bundled arm (rbd_arm7) with an empty
 NUMBA_CACHE_DIR (cold), publishes joint states at 100 Hz from the moment it is started,
@@ -20,9 +20,18 @@ temporary directory, run by this venv's Python): cold A, cold B, warm A, warm B 
 and each round prints the ratios this tree / REV -- the machine's speed drifts, so compare
 within a round.  ``--verbose`` prints the node's log lines with their times.  Set
 ROS_DOMAIN_ID to keep the runs away from other ROS traffic.  A benchmark, not a test.
+
+``--colcon``: the ROS user's path instead.  Each tree is copied into ``src/rbd_ros`` of a
+fresh colcon workspace and built with ``colcon build --packages-select rbd_ros`` (this
+venv's colcon, this venv as the ament prefix that holds rbd_ros_interfaces; the build's
+wall and CPU time are printed), and the node is started as ``ros2 run`` would, the installed
+``lib/rbd_ros/dynamics_node`` with ``install/setup.bash``'s environment and no
+NUMBA_CACHE_DIR: "cold" is the first start after that build, "warm" the second.
 """
 import argparse
 import os
+import resource
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -55,15 +64,54 @@ def _cpu_s(pid: int):
         return float("nan"), float("nan")
 
 
-def one_start(node, tree, cache_dir, ns, timeout):
-    """One start of the node of source tree ``tree`` on numba cache ``cache_dir``; a dict
-    of seconds after the start (and "cpu": CPU seconds until the first torque)."""
+def source_start(tree, cache_dir):
+    """(argv, environment, cwd) of ``python -m rbd_ros.node`` from source tree ``tree`` on numba
+    cache ``cache_dir``."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir,
+               PYTHONPATH=tree + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return [sys.executable, "-m", "rbd_ros.node"], env, tree
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def colcon_build(tree, workspace):
+    """A colcon workspace ``workspace`` with a copy of ``tree`` in src/rbd_ros, built (rbd_ros
+    alone, this venv as the underlay that holds rbd_ros_interfaces); returns (wall s, CPU s of
+    the build, the installed node's (argv, environment, cwd) as ``ros2 run`` starts it)."""
+    src = os.path.join(workspace, "src", "rbd_ros")
+    shutil.copytree(tree, src, ignore=shutil.ignore_patterns(".venv*", ".git", "build", "install", "log",
+                                                           "__pycache__", "*.egg-info", "demo_output"))
+    bindir = os.path.dirname(sys.executable)
+    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""),
+               AMENT_PREFIX_PATH=sys.prefix)
+    env.pop("NUMBA_CACHE_DIR", None)
+    c, t = _children_cpu(), time.perf_counter()
+    done = subprocess.run([os.path.join(bindir, "colcon"), "build", "--packages-select", "rbd_ros",
+                           "--base-paths", "src"], cwd=workspace, env=env, capture_output=True, text=True)
+    wall, cpu = time.perf_counter() - t, _children_cpu() - c
+    if done.returncode:
+        sys.exit(f"colcon build failed in {workspace}:\n{done.stdout}{done.stderr}")
+    # install/setup.bash's environment, as a shell that sourced it has it
+    out = subprocess.run(["bash", "-c", "source install/setup.bash && env -0"], cwd=workspace, env=env,
+                         capture_output=True, check=True).stdout
+    run_env = dict(kv.split("=", 1) for kv in out.decode().split("\0") if "=" in kv)
+    run_env.pop("NUMBA_CACHE_DIR", None)
+    node = os.path.join(workspace, "install", "rbd_ros", "lib", "rbd_ros", "dynamics_node")
+    return wall, cpu, ([node], run_env, workspace)
+
+
+def one_start(node, start, ns, timeout):
+    """One start of the node (``start``: argv, environment, cwd); a dict of seconds after the
+    start (and "cpu": CPU seconds until the first torque)."""
     with open(URDF) as f:
         urdf = f.read()
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as pf:
         yaml.safe_dump({"/**/rbd_dynamics": {"ros__parameters": {"robot_description": urdf}}}, pf)
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, PYTHONUNBUFFERED="1", RCUTILS_COLORIZED_OUTPUT="0",
-               PYTHONPATH=tree + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    argv, env, cwd = start
+    env = dict(env, PYTHONUNBUFFERED="1", RCUTILS_COLORIZED_OUTPUT="0")
     times = {}
     got = threading.Event()
     qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -78,9 +126,8 @@ def one_start(node, tree, cache_dir, ns, timeout):
     sub = node.create_subscription(JointState, f"/{ns}/rbd_dynamics/gravity_torques_state", on_torque, qos)
     pub = node.create_publisher(JointState, f"/{ns}/joint_states", qos)
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "rbd_ros.node", "--ros-args", "-r", f"__ns:=/{ns}",
-                             "--params-file", pf.name], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env=env, cwd=tree)
+    proc = subprocess.Popen(argv + ["--ros-args", "-r", f"__ns:=/{ns}", "--params-file", pf.name],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=cwd)
     lines = []
 
     def read():
@@ -152,6 +199,8 @@ def main():
     ap.add_argument("--rev", help="also run this git revision's tree, alternating with this one")
     ap.add_argument("--verbose", action="store_true", help="print the node's log lines with their times")
     ap.add_argument("--timeout", type=float, default=300.0)
+    ap.add_argument("--colcon", action="store_true",
+                    help="build each tree in a fresh colcon workspace and start the installed node")
     a = ap.parse_args()
     global VERBOSE
     VERBOSE = a.verbose
@@ -165,14 +214,27 @@ def main():
             for r in range(a.rounds):
                 print(f"\nround {r + 1} (load average {os.getloadavg()[0]:.1f})")
                 res = {}
-                caches = {name: tempfile.mkdtemp(prefix="rbd_numba_cache_", dir=tmp) for name, _ in trees}
+                starts = {}
+                for name, tree in trees:
+                    if a.colcon:
+                        ws = tempfile.mkdtemp(prefix="rbd_colcon_ws_", dir=tmp)
+                        wall, cpu, starts[name] = colcon_build(tree, ws)
+                        res["build", name] = {"wall": wall, "cpu": cpu}
+                        print(f"  colcon build, {name}: {wall:.1f} s ({cpu:.1f} s CPU)", flush=True)
+                    else:
+                        starts[name] = source_start(tree, tempfile.mkdtemp(prefix="rbd_numba_cache_", dir=tmp))
                 for kind in ("cold", "warm"):
-                    for name, tree in trees:
-                        t = one_start(node, tree, caches[name], f"fs{os.getpid()}_{r}_{kind}_{len(res)}",
-                                      a.timeout)
+                    for name, _ in trees:
+                        t = one_start(node, starts[name], f"fs{os.getpid()}_{r}_{kind}_{len(res)}", a.timeout)
                         res[kind, name] = t
-                        show(f"{kind} ({'empty' if kind == 'cold' else 'filled'} numba cache), {name}", t)
+                        what = ("first start after the build" if kind == "cold" else "second start") if a.colcon \
+                            else f"{'empty' if kind == 'cold' else 'filled'} numba cache"
+                        show(f"{kind} ({what}), {name}", t)
                 if a.rev:
+                    if a.colcon:
+                        A, B = res["build", a.rev], res["build", "this tree"]
+                        print(f"  colcon build: this tree / {a.rev}: wall {_ratio(A, B, 'wall')}, "
+                              f"CPU {_ratio(A, B, 'cpu')}")
                     for kind in ("cold", "warm"):
                         A, B = res[kind, a.rev], res[kind, "this tree"]
                         print(f"  {kind}: this tree / {a.rev}: first torque {_ratio(A, B, 'first gravity torque')}, "

@@ -56,6 +56,19 @@ PERM = [4, 0, 6, 2, 1, 5, 3]
 PERM_NAMES = [ARM_JOINTS[i] for i in PERM]
 
 
+def process_children(pid: int) -> list:
+    """pids of process ``pid``'s children: /proc's ``children`` file lists a thread's own,
+    so every thread's are read ([] once the process is gone)."""
+    kids = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                kids += [int(x) for x in f.read().split()]
+    except OSError:
+        pass
+    return kids
+
+
 def read_arm_urdf() -> str:
     with open(ARM_URDF) as f:
         return f.read()
@@ -96,11 +109,9 @@ class NodeProcess:
         return self.proc.poll() is None
 
     def children(self):
-        try:
-            with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
-                return [int(x) for x in f.read().split()]
-        except OSError:
-            return []
+        """pids of the node's child processes, whichever of its threads started them (the
+        service worker: a timer of the background executor)."""
+        return process_children(self.proc.pid)
 
     def stop(self, timeout=10.0):
         """SIGINT the node; it must exit and take its service worker with it."""

@@ -20,6 +20,7 @@ from ros_harness import (
     wait_for,
 )
 
+from rbd_ros.node import dynamics_node as dn
 from rbd_ros_interfaces.srv import InverseDynamics
 
 
@@ -151,3 +152,25 @@ def test_stopping_a_worker_that_still_compiles_ends_it_at_once(tmp_path, monkeyp
     assert wait_for(lambda: w2.ready, timeout=120), log2.lines        # the sentinel: a worker that answers
     w2.stop(timeout=60.0)
     assert w2.proc.returncode == 0, (w2.proc.returncode, log2.lines)
+
+
+def test_the_worker_waits_for_the_first_output_or_a_bound():
+    """The service worker's start (~1 s of CPU) waits for the control path's first output
+    (dynamics_node.worker_start_reason): not while joint states are published and no output
+    is out yet, at once when one is, and never longer than WORKER_WAIT_S; after
+    WORKER_GRACE_S without a joint_states publisher (no output is coming) it starts too.
+    That the worker then starts and serves is what every node test here shows."""
+    asked = []
+
+    def publishers(n):
+        return lambda: asked.append(n) or n
+
+    grace, bound = dn.WORKER_GRACE_S, dn.WORKER_WAIT_S
+    assert 0 < grace < bound
+    assert dn.worker_start_reason(0, 0.0, publishers(1)) is None
+    assert dn.worker_start_reason(0, 0.0, publishers(0)) is None and asked == []   # too early to ask
+    assert dn.worker_start_reason(0, grace, publishers(1)) is None
+    assert dn.worker_start_reason(0, (grace + bound) / 2, publishers(3)) is None
+    assert dn.worker_start_reason(1, 0.0, publishers(1)) == "the first output is out"
+    assert dn.worker_start_reason(0, grace, publishers(0)).startswith("nothing publishes joint states")
+    assert dn.worker_start_reason(0, bound, publishers(1)).startswith("no output after")

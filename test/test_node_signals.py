@@ -22,6 +22,7 @@ from ros_harness import (
     JointStateStream,
     _alive,
     joint_state,
+    process_children,
     publish_until,
     unique_ns,
     wait_for,
@@ -57,11 +58,7 @@ class Node:
             return f.read()
 
     def children(self):
-        try:
-            with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
-                kids = [int(x) for x in f.read().split()]
-        except OSError:
-            kids = []
+        kids = process_children(self.proc.pid)
         self.seen_children.update(kids)
         return kids
 
@@ -213,8 +210,10 @@ def test_sigint_before_the_services_are_ready():
     node = Node(unique_ns("sig_sr"))
     try:
         assert node.wait_log("listening on", timeout=90), node.log()
-        time.sleep(0.2)   # past gc.freeze: the executors spin
-        assert "services ready" not in node.log() and node.children(), node.log()
+        # the executors spin (the worker starts from a timer of theirs: WORKER_GRACE_S here,
+        # with nothing publishing joint states)
+        assert wait_for(lambda: node.children(), timeout=30, period=0.005), node.log()
+        assert "services ready" not in node.log(), node.log()
         node.interrupt()
         assert_clean_exit(node)
     finally:

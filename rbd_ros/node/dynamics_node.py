@@ -64,10 +64,31 @@ DEFAULT_NAME = names.DEFAULT_NAME
 # control thread then waits for: at 10 Hz (0.1 s) that delayed ~1 % of the messages.
 IDLE_WAKE_S = 1.0
 
+# The service worker starts once the control path has published its first output (its
+# start -- ~1 s of CPU in imports, then its kernels -- would compete with the node's last
+# steps before it), at the latest WORKER_WAIT_S after spinning began, and after
+# WORKER_GRACE_S if nothing publishes joint states by then (no first output is coming soon).
+WORKER_WAIT_S = 1.0
+WORKER_GRACE_S = 0.3
+WORKER_POLL_S = 0.02
+
 
 def _plain(value):
     """A parameter value as the table checks it (arrays as lists)."""
     return list(value) if not isinstance(value, (str, bytes, bool, int, float)) and value is not None else value
+
+
+def worker_start_reason(outputs: int, waited: float, publishers):
+    """Why the service worker may start now, or None to wait (see WORKER_WAIT_S):
+    ``outputs`` published so far, ``waited`` s since spinning began, ``publishers()`` the
+    number of joint_states publishers (asked only once WORKER_GRACE_S has passed)."""
+    if outputs > 0:
+        return "the first output is out"
+    if waited >= WORKER_WAIT_S:
+        return f"no output after {WORKER_WAIT_S:g} s"
+    if waited >= WORKER_GRACE_S and publishers() == 0:
+        return f"nothing publishes joint states after {WORKER_GRACE_S:g} s"
+    return None
 
 
 class DynamicsNode:
@@ -315,7 +336,10 @@ class DynamicsNode:
             rt = self.runtime
             if rt is not None:
                 self.worker.send_model(self.models.source[0], rt.source, rt.options)
-            self.worker.start(expect_model=rt is not None)
+            if rt is None:
+                self.worker.start(expect_model=False)
+            else:
+                self._start_worker_after_first_output()
         else:
             self.services = create_dynamics_services(
                 self.node, self.node.get_fully_qualified_name(), lambda: self.runtime, self.log,
@@ -323,6 +347,27 @@ class DynamicsNode:
             self.relay = TrajectoryRelay(self.node, *relay, lambda: self.runtime, self.log,
                                          held=self.held_state)
             self.services_ready = True
+
+    def _start_worker_after_first_output(self) -> None:
+        """Start the service worker (it has the model) from a timer of the background
+        executor, when ``worker_start_reason`` gives one (counted from the timer's first
+        run); logs the reason."""
+        since = []
+
+        def check():
+            now = time.monotonic()
+            if not since:
+                since.append(now)
+            reason = worker_start_reason(self.stats.msgs_out, now - since[0],
+                                         lambda: self.node.count_publishers(self.sub_js.topic_name))
+            if reason is None:
+                return
+            timer.cancel()
+            self.node.destroy_timer(timer)
+            self.log.info(f"starting the service worker: {reason}")
+            self.worker.start(expect_model=True)
+
+        timer = self.node.create_timer(WORKER_POLL_S, check)
 
     def held_state(self) -> dict:
         """The latest joint state, for the joints a planner request or a relayed trajectory
@@ -336,7 +381,8 @@ class DynamicsNode:
         if error:
             return "off", error
         ready = w.ready if w is not None else self.services_ready
-        where = f" (worker pid {w.pid})" if w is not None else " (in process)"
+        where = " (in process)" if w is None else f" (worker pid {w.pid})" if w.pid is not None \
+            else " (worker starts after the first output)"
         return ("on" if ready else "starting") + where, None
 
     # ------------------------------------------------------------ diagnostics

@@ -29,7 +29,6 @@ forward pass over the controllable sets).
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.interpolate import CubicSpline
 
 from ..calls.checked import describe, not_model
 from ..calls.public import gravity, rnea
@@ -160,6 +159,10 @@ class _Path:
         s_wp = np.concatenate(([0.0], np.cumsum(np.linalg.norm(np.diff(wp, axis=0), axis=1))))
         self.s_wp = s_wp
         self.index = index
+        # imported here, not with the module: scipy.interpolate is ~0.13 s of CPU (and
+        # scipy.optimize, scipy.spatial with it) that every process importing rbd_ros.core,
+        # the node's start before its first torque among them, would pay for a planner call
+        from scipy.interpolate import CubicSpline
         spline = CubicSpline(s_wp, wp, bc_type="not-a-knot", axis=0)
         self.s = _gridpoints(grid, s_wp)
         self.q = spline(self.s)
