@@ -199,7 +199,7 @@ class Sim:
         """(4, 3, 3): each foot's rotation (world), now or at the rbd_ros model's q."""
         d = self.d
         if q_model is not None:
-            d = self.mj.MjData(self.mjm)
+            d = self._kin = getattr(self, "_kin", None) or self.mj.MjData(self.mjm)
             d.qpos[self.jm.qpos] = [q_model[self.model.q_index(j)] for j in JOINTS]
             self.basestate.set_pose(d, q_model[:7])
             self.mj.mj_kinematics(self.mjm, d)
