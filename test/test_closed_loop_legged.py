@@ -27,6 +27,7 @@ weight); a ~/contacts message changes the node's set; ~/constrained_inverse_dyna
 """
 import math
 
+import daqp  # noqa: F401  (the friction cones' QP solver: a missing one skips this file under colcon)
 import numpy as np
 import pytest
 from geometry_msgs.msg import Pose

@@ -24,6 +24,7 @@ example-robot-data with the parameter ``contacts`` = its four feet, the node's c
 import dataclasses
 import math
 
+import daqp  # noqa: F401  (the friction cones' QP solver: a missing one skips this file under colcon)
 import numpy as np
 import pytest
 from geometry_msgs.msg import Pose, Twist

@@ -147,7 +147,8 @@ def warm_loops(rt) -> None:
 def warm_contacts(rt) -> None:
     """Run once what a Robot with contacts runs per message (the base's accelerations from
     the contacts, the constrained inverse dynamics with the friction cones, H), at the
-    neutral pose with the base state left as it is."""
+    neutral pose with the base state left as it is; rbd.ModelError when the cones' QP
+    solver (daqp) is missing."""
     ct = rt.contacts
     if ct is None:
         return
@@ -157,6 +158,8 @@ def warm_contacts(rt) -> None:
     try:
         ct.compensate(q, v, np.empty(n), np.empty(n), True, np.empty(n * n))
         ct.torques(q, v, ct.bias_state(q, v), np.empty(n))
+    except ImportError as e:        # the friction cones' QP solver (daqp) is not installed
+        raise rbd.ModelError(f"parameter contacts: {e}") from None
     finally:
         ct.log = log
         ct.infeasible = ct._msg_infeasible = False

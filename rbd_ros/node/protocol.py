@@ -90,7 +90,7 @@ def parse_model_command(line: str) -> dict:
             "payloads": {p.link: p for p in payloads},
             "friction_velocity_eps": float(cmd.get("friction_velocity_eps",
                                                    DEFAULT_FRICTION_VELOCITY_EPS)),
-            "contacts": cmd.get("contacts") or None,
+            **({"contacts": cmd["contacts"]} if cmd.get("contacts") else {}),
             **(cmd.get("loops") or {})}
 
 
