@@ -175,6 +175,7 @@ class Contacts:
         # the base state (Odometry): Pinocchio's q[:7], v[:6]; receive time (monotonic)
         self.base_q = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])
         self.base_v = np.zeros(6)
+        self._p, self._t = np.zeros(7), np.zeros(6)          # scratch: a base state being checked
         self.base_time = -math.inf
         self.base_in = 0
         self.base_dropped = 0
@@ -270,20 +271,20 @@ class Contacts:
         if child_frame_id != self.root:
             raise ValueError(f"child_frame_id: {child_frame_id!r} is not the model's root link {self.root!r} (the "
                              "base state must be that link's pose and twist)")
-        p = [float(x) for x in pose]
-        t = [float(x) for x in twist]
-        if not all(math.isfinite(x) for x in p):
-            raise ValueError(f"pose: not finite ({p})")
-        if not all(math.isfinite(x) for x in t):
-            raise ValueError(f"twist: not finite ({t})")
-        if max(abs(x) for x in p[:3]) > 1e6 or max(abs(x) for x in t) > 1e6:
+        p, t = self._p, self._t
+        p[:] = pose
+        t[:] = twist
+        # |x| <= 1e6 is False for NaN too: one comparison per array (the per-message path)
+        if not (np.abs(p).max() <= 1e6 and np.abs(t).max() <= 1e6):
+            for name, x in (("pose", p), ("twist", t)):
+                if not np.all(np.isfinite(x)):
+                    raise ValueError(f"{name}: not finite ({x.tolist()})")
             raise ValueError("pose/twist: beyond 1e6 in magnitude (not a state of a real robot)")
-        norm = math.sqrt(sum(x * x for x in p[3:]))
+        norm = math.sqrt(p[3] * p[3] + p[4] * p[4] + p[5] * p[5] + p[6] * p[6])
         if abs(norm - 1.0) > QUAT_TOL:
             raise ValueError(f"pose.orientation: not a unit quaternion (norm {norm:.6g})")
-        bq = self.base_q
-        bq[:3] = p[:3]
-        bq[3:] = [x / norm for x in p[3:]]
+        p[3:] /= norm
+        self.base_q[:] = p
         self.base_v[:] = t
         self.base_time = now
         self.base_in += 1
