@@ -143,6 +143,10 @@ def test_computed_torque_and_feedforward_on_the_contacts():
     a[iv] = ad + 100.0 * (qd - QJ) + 20.0 * (vd - VJ)
     ref = core(node, q, v, base_accel(m, q, v, a, feet()), feet())
     assert rel(node.part("cmd", "cmd"), ref.tau[iv]) <= 1e-9
+    # ~/contact_forces stays the bias state's (q̇ measured, zero joint acceleration), not the command's
+    bias = core(node, q, v, base_accel(m, q, v, np.zeros(m.nv), feet()), feet())
+    assert rel(lam_of(node.bound.by_key["g"].contact_set.forces()), bias.lam) <= 1e-9
+    assert rel(bias.lam, ref.lam) > 1e-3
     # feed-forward: the desired joints with the measured base, its acceleration from the contacts
     node.step.configure(dataclasses.replace(node.params, command_mode="feedforward"))
     node.desired(qd, vd, ad, 1.0)

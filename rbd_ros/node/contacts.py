@@ -118,8 +118,9 @@ class ContactSet:
         self.friction = tuple(fric)
         self.accel = rbd.LoopCompletion(model, actuated, self.constraints)     # ValueError: an unknown link
         self.m = self.accel.m
-        self.lam = np.zeros(self.m)
-        self.lam_g = np.zeros(self.m)
+        self.lam = np.zeros(self.m)         # the bias state's (~/contact_forces)
+        self.lam_g = np.zeros(self.m)       # held still (g)
+        self.lam_cmd = np.zeros(self.m)     # the last ``torques`` call's (the effort laws)
         self.feasible = True
         self.violation = 0.0
         self.msg_entries = None         # the ROS side's ConstraintForce entries of this set (made once)
@@ -339,7 +340,7 @@ class Contacts:
         order) and ``out`` (``out_v`` order) when given, the forces into ``lam`` (the set's
         m) when given.  ValueError when not finite."""
         cs = self.current
-        self._solve(cs, q, v, a, cs.lam if lam is None else lam)
+        self._solve(cs, q, v, a, cs.lam_cmd if lam is None else lam)
         if out is not None:
             np.take(self.tau, self.out_v, out=out)
 
