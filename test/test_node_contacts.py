@@ -256,6 +256,12 @@ def test_infeasible_publishes_the_least_violating_torques_and_says_so_once():
     assert log.count("realisable inside the friction cones again", "info") == 1
     assert dict(node.step.diagnostics(0.06))["contact_feasible"] == "true"
     assert log.count("no forces inside the friction cones", "warning") == 1
+    # no contact at all (a flight phase): the base's equations cannot hold; the violation is
+    # the weight, the torques those of the joints with the base held (finite, published)
+    assert node.set_contacts([])
+    assert node.state(QJ, VJ, 0.07) is not None and np.all(np.isfinite(node.part("g", "g")))
+    assert log.count("no forces inside the friction cones", "warning") == 2
+    assert abs(float(dict(node.step.diagnostics(0.07))["contact_violation"]) - m.mass * 9.81) < 0.01 * m.mass * 9.81
 
 
 @pytest.mark.parametrize("kw, text", [
