@@ -116,15 +116,16 @@ def test_terms_follow_subscribers_and_switches(rclpy_node):
     every = {o.part for c in TERMS for o in c.outputs if o.on == term.JOINT_STATES}
     step.set_live(every, {"ff"})
     assert _planned(step) == every - {"tau_ext", "wrench", "collision"}     # the observer is off
-    # g, b, H (and λ of a model with loops) are one term, the rest are their own
-    assert TERMS[step._compute[0][0]] is Compensation and step._compute[0][1] == {"g", "b", "h", "lam"}
+    # g, b, H (and λ of a model with loops, the contact forces of one on its feet) are one
+    # term, the rest are their own
+    assert TERMS[step._compute[0][0]] is Compensation and step._compute[0][1] == {"g", "b", "h", "lam", "contact"}
     step.set_live({"h"}, ())
     assert _planned(step) == {"g", "h"}
     step.set_live((), ())
     assert _planned(step) == {"g"}
     cp.configure(Params(publish_bias=False, publish_inertia=False))
     step.set_live(every, ())
-    assert _planned(step) == {"g", "cmd", "lam"}
+    assert _planned(step) == {"g", "cmd", "lam", "contact"}
     # the observer: tau_ext needs nothing with measured torques, the command with commanded ones
     cp.configure(Params(observer=True))
     step.set_live({"collision"}, ())

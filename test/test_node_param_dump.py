@@ -25,6 +25,9 @@ EMPTY_ARRAYS = {
     "payload_inertias": ParameterType.PARAMETER_DOUBLE_ARRAY,
     "actuated_joints": ParameterType.PARAMETER_STRING_ARRAY,
     "initial_positions": ParameterType.PARAMETER_DOUBLE_ARRAY,
+    "contacts": ParameterType.PARAMETER_STRING_ARRAY,
+    "contact_type": ParameterType.PARAMETER_STRING_ARRAY,
+    "sole_size": ParameterType.PARAMETER_DOUBLE_ARRAY,
 }
 
 

@@ -4,10 +4,16 @@ response.  No dynamics maths here.
 
 The constraints of a request are the model's loop closures (``model.constraints``: the
 URDF's and the parameter constraints_file's) followed by the request's ``constraints``
-(bilateral only: a friction coefficient > 0 is refused until contacts exist, and so is
-``use_contacts``: the node keeps no contact set).  Joints by name (DOF names, as
-everywhere in the node); one state (name/position/...) or a trajectory
-(``trajectory.points`` not empty).
+and, with ``use_contacts``, the node's current contact set (the parameter contacts or
+the latest ``~/contacts``, asked from the node: held_state.py).  A request constraint
+with ``friction`` 0 is bilateral (a loop closure: the node closes it with the model's);
+with friction > 0 it is a contact (unilateral, inside its friction cone: the core's
+``friction`` entry rbd.FrictionCone(μ), a weld with its ``sole_size`` -- zero: the
+parameter sole_size); contacts constrain accelerations only (J q̈ + γ = 0 gives the
+base's), never positions or velocities.  Inverse dynamics only: the forward dynamics
+refuse friction and ``use_contacts``.  Joints by name (DOF names, as everywhere in the
+node); one state (name/position/...) or a trajectory (``trajectory.points`` not
+empty).
 
 * Inverse dynamics: the actuated joints (``actuated_joints``; every joint of a model
   without loops) are required; passive joints given only seed the closing of the loops
@@ -15,7 +21,9 @@ everywhere in the node); one state (name/position/...) or a trajectory
   cover the actuated joints (empty: zero), the passive ones (and a floating base's)
   follow from J q̈ + γ = 0.  ``rbd.constrained_inverse_dynamics`` gives the actuator
   efforts (``name`` = the actuated joints; a trajectory's ``points[i].effort`` in that
-  order) and λ (``forces``, one ConstraintForces per state).
+  order) and λ (``forces``, one ConstraintForces per state, each with its feasibility);
+  ``feasible`` / ``violation``: every state realisable inside the friction cones / the
+  largest violation (the efforts are then those of the least-violating forces).
 * Forward dynamics: positions, velocities and efforts of the actuated joints are
   required; the passive ones are completed unless every DOF is given (efforts of the
   joints not named: zero); ``rbd.constrained_forward_dynamics`` with the request's
@@ -31,6 +39,7 @@ need J_P to be regular), refuses the request naming the constraint and the point
 from __future__ import annotations
 
 import array
+import functools
 import math
 
 import numpy as np
@@ -40,6 +49,9 @@ import rbd_ros.core as rbd
 from rbd_ros.node.loops import DEFAULT_COND_LIMIT
 from rbd_ros.node.names import SRV_CFD, SRV_CID
 from rbd_ros.node.services import NO_MODEL, BadRequest
+
+POINT_MASK = (1, 1, 1, 0, 0, 0)
+WELD_MASK = (1, 1, 1, 1, 1, 1)
 
 
 def _finite(values, field: str) -> list:
@@ -69,25 +81,44 @@ def _pose(p, field: str) -> np.ndarray:
     return T
 
 
-def constraint_of(msg, k: int):
-    """rbd_ros_interfaces/Constraint ``msg`` (request field constraints[k]) -> rbd.Constraint;
+def constraint_of(msg, k: int, sole=None, friction_ok: bool = True):
+    """rbd_ros_interfaces/Constraint ``msg`` (request field constraints[k]) -> (rbd.Constraint,
+    its friction entry: None for friction 0 (bilateral), else rbd.FrictionCone); ``sole``:
+    the default sole (the parameter sole_size, or None) of a flat contact whose sole_size
+    is zero; ``friction_ok`` False: friction > 0 is refused (forward dynamics).
     BadRequest naming the field."""
     field = f"constraints[{k}]"
     fr = float(msg.friction)
     if not math.isfinite(fr) or fr < 0:
         raise BadRequest(f"{field}.friction: expected a finite number >= 0, got {fr}")
-    if fr > 0:
-        raise BadRequest(f"{field}.friction: contacts with friction (unilateral) are not supported by this node yet; "
-                         "give 0 (a bilateral constraint)")
+    if fr > 0 and not friction_ok:
+        raise BadRequest(f"{field}.friction: the forward dynamics take bilateral constraints only (friction 0); "
+                         "contacts with friction are for ~/constrained_inverse_dynamics")
     mask = [int(x) for x in msg.mask]
     if any(x not in (0, 1) for x in mask):
         raise BadRequest(f"{field}.mask: expected six 0/1 values over [vx vy vz wx wy wz], got {mask}")
     try:
-        return rbd.Constraint(msg.link_a, msg.link_b or None, origin_a=_pose(msg.origin_a, f"{field}.origin_a"),
-                              origin_b=_pose(msg.origin_b, f"{field}.origin_b"), mask=mask if any(mask) else None,
-                              name=msg.name or None)
+        c = rbd.Constraint(msg.link_a, msg.link_b or None, origin_a=_pose(msg.origin_a, f"{field}.origin_a"),
+                           origin_b=_pose(msg.origin_b, f"{field}.origin_b"), mask=mask if any(mask) else None,
+                           name=msg.name or None)
     except ValueError as e:
         raise BadRequest(f"{field}: {e}") from None
+    if fr == 0:
+        return c, None
+    if c.mask == POINT_MASK:
+        return c, rbd.FrictionCone(fr)
+    if c.mask != WELD_MASK:
+        raise BadRequest(f"{field}.mask: a contact with friction is a point (1 1 1 0 0 0, or all zero) or flat (all "
+                         f"one) contact, got {list(c.mask)}")
+    size = [float(x) for x in msg.sole_size]
+    if size == [0.0, 0.0]:
+        if sole is None:
+            raise BadRequest(f"{field}.sole_size: a flat contact with friction needs its sole [length, width] (m); "
+                             "the node has no default (parameter sole_size)")
+        size = list(sole)
+    if not all(math.isfinite(x) and 0.0 < x <= 1e3 for x in size):
+        raise BadRequest(f"{field}.sole_size: expected two lengths > 0 (m), got {size}")
+    return c, rbd.FrictionCone(fr, sole_size=size)
 
 
 def _base_q(pose, field):
@@ -100,18 +131,49 @@ def _base_q(pose, field):
     return p + [c / norm for c in quat]
 
 
+def _node_contacts(rt, held):
+    """(constraint, FrictionCone) of the node's current contact set (``held()``: the node's
+    snapshot, held_state.py); BadRequest when there is none."""
+    if rt.contacts is None:
+        raise BadRequest("use_contacts: the node keeps no contact set (parameter contacts is empty); give the "
+                         "contacts in constraints instead")
+    if held is None:
+        raise BadRequest("use_contacts: the node's contact set is not available here; give the contacts in "
+                         "constraints instead")
+    snap = held()
+    spec = snap.get("contacts")
+    if spec is None:
+        raise BadRequest(f"use_contacts: the node did not give its contact set ({snap.get('error', 'no model?')})")
+    try:
+        cs = rt.contacts.make_set(spec["links"], spec["normals"], spec["friction"])
+    except (ValueError, KeyError) as e:
+        raise BadRequest(f"use_contacts: the node's contact set does not fit this model ({e})") from None
+    return list(zip(cs.constraints, cs.friction))
+
+
 class Mechanism:
     """One request's mechanism: the Robot's model and loops plus the request's
-    constraints; completions of positions/velocities (actuated joints and a floating
-    base fixed) and of accelerations (actuated joints fixed)."""
+    constraints (and the node's contacts with ``use_contacts``, from ``held``);
+    completions of positions/velocities over the bilateral ones (actuated joints and a
+    floating base fixed) and of accelerations over all (actuated joints fixed).
+    ``friction``: the core's friction argument (None: every constraint bilateral);
+    ``forward``: the forward dynamics (bilateral constraints only)."""
 
-    def __init__(self, rt, req):
-        if getattr(req, "use_contacts", False):
-            raise BadRequest("use_contacts: the node keeps no contact set (no contacts are defined); give the "
-                             "contacts in constraints instead")
+    def __init__(self, rt, req, held=None, forward=False):
+        if forward and getattr(req, "use_contacts", False):
+            raise BadRequest("use_contacts: the forward dynamics take bilateral constraints only (a contact holds "
+                             "no position); give them in constraints with friction 0")
         self.rt = rt
         model = rt.model
-        self.extra = tuple(constraint_of(c, k) for k, c in enumerate(req.constraints))
+        sole = rt.contacts.sole if rt.contacts is not None else None
+        items = [constraint_of(c, k, sole, not forward) for k, c in enumerate(req.constraints)]
+        if getattr(req, "use_contacts", False):
+            items += _node_contacts(rt, held)
+        self.extra = tuple(c for c, _ in items)
+        fric = tuple(f for _, f in items)
+        self.unilateral = any(f is not None for f in fric)
+        self.friction = fric if self.unilateral else None
+        bilateral = tuple(c for c, f in items if f is None)
         lp = rt.loops
         if lp is not None:
             self.actuated = lp.actuated
@@ -119,12 +181,12 @@ class Mechanism:
             self.actuated = tuple(n for n, t in zip(model.joint_names, model.joint_types) if t != "floating")
         base = [n for n, t in zip(model.joint_names, model.joint_types) if t == "floating"]
         try:
-            self.pos = rbd.LoopCompletion(model, list(self.actuated) + base, self.extra)
+            self.pos = rbd.LoopCompletion(model, list(self.actuated) + base, bilateral)
             self.acc = rbd.LoopCompletion(model, list(self.actuated), self.extra)
         except ValueError as e:        # a constraint naming an unknown link, a repeated name ...
             raise BadRequest(f"constraints: {e}") from None
-        self.constraints = self.pos.constraints
-        self.m = self.pos.m
+        self.constraints = self.acc.constraints
+        self.m = self.acc.m
         self.cond_limit = lp.cond_limit if lp is not None else DEFAULT_COND_LIMIT
         self.act_v = np.asarray([model.v_index(n) for n in self.actuated], dtype=np.int64)
         self.seed = np.array(lp.q_initial if lp is not None else model.neutral(), dtype=np.float64)
@@ -162,7 +224,7 @@ class Mechanism:
             v[rt.dof_v[idx]] = vel
         if base is not None:
             base(q, v)
-        if complete and self.m:
+        if complete and self.pos.m:
             try:
                 self.pos.positions(q)
                 self.pos.velocities(q, v)
@@ -171,10 +233,10 @@ class Mechanism:
         np.copyto(self.seed, q)
         return q, v
 
-    def forces(self, lam, msg_type, entry_type):
+    def forces(self, lam, msg_type, entry_type, feasible=True, violation=0.0):
         """A ConstraintForces message of λ."""
         msg = msg_type()
-        msg.feasible = True
+        msg.feasible, msg.violation = bool(feasible), float(violation)
         r = 0
         for c in self.constraints:
             e = entry_type(name=c.name, frame_id=c.link_a, mask=list(c.mask))
@@ -241,16 +303,17 @@ def _fail(resp, message):
     return resp
 
 
-def constrained_inverse_dynamics(rt, req, resp):
-    """~/constrained_inverse_dynamics (module docstring)."""
+def constrained_inverse_dynamics(rt, req, resp, held=None):
+    """~/constrained_inverse_dynamics (module docstring); ``held()``: the node's snapshot
+    (its contact set for ``use_contacts``)."""
     if rt is None:
         return _fail(resp, NO_MODEL)
     from rbd_ros_interfaces.msg import ConstraintForce, ConstraintForces  # (present where services run)
     try:
-        mech = Mechanism(rt, req)
+        mech = Mechanism(rt, req, held)
         states, _ = _states(mech, req, "acceleration", "accelerations")
         model = rt.model
-        efforts, forces, worst = [], [], 0.0
+        efforts, forces, worst, feasible, violation = [], [], 0.0, True, 0.0
         for k, (where, idx, pos, vel, acc) in enumerate(states):
             q, v = mech.state(idx, pos, vel, True, where, lambda q, v, k=k: _base(rt, req, k, len(states), q, v))
             a = np.zeros(model.nv)
@@ -259,14 +322,18 @@ def constrained_inverse_dynamics(rt, req, resp):
             try:
                 if mech.m:
                     mech.acc.accelerations(q, v, a)
-                res = rbd.constrained_inverse_dynamics(model, q, v, a, mech.extra, actuated=mech.actuated)
-            except ValueError as e:
+                res = rbd.constrained_inverse_dynamics(model, q, v, a, mech.extra, actuated=mech.actuated,
+                                                       friction=mech.friction)
+            except (ValueError, ImportError) as e:      # ImportError: no QP solver (daqp) for the cones
                 raise BadRequest(f"{where}: {e}") from None
-            if mech.m and len(mech.acc.free) and not res.cond <= mech.cond_limit:
+            if mech.m and not mech.unilateral and len(mech.acc.free) and not res.cond <= mech.cond_limit:
                 raise BadRequest(f"{where}: {_singular_text(rt, mech, q, res.cond)}")
             efforts.append(res.tau[mech.act_v])
-            forces.append(mech.forces(res.lam, ConstraintForces, ConstraintForce))
-            worst = max(worst, res.residual)
+            forces.append(mech.forces(res.lam, ConstraintForces, ConstraintForce, res.feasible, res.violation))
+            feasible = feasible and res.feasible
+            violation = max(violation, res.violation)
+            if res.feasible:        # (infeasible: the residual is the violation, reported as such)
+                worst = max(worst, res.residual)
     except BadRequest as e:
         return _fail(resp, str(e))
     E = np.array(efforts)
@@ -280,10 +347,13 @@ def constrained_inverse_dynamics(rt, req, resp):
     else:
         resp.effort = array.array("d", E[0].tobytes())
     resp.forces = forces
-    resp.feasible, resp.violation, resp.residual = True, 0.0, float(worst)
+    resp.feasible, resp.violation, resp.residual = bool(feasible), float(violation), float(worst)
     resp.success = True
     resp.message = f"ok: {len(states)} state{'s' if len(states) != 1 else ''}" + \
-        (f"; over-determined, largest residual {worst:.3g}" if worst > 1e-9 else "")
+        (f"; over-determined, largest residual {worst:.3g}" if worst > 1e-9 else "") + \
+        ("" if feasible else f"; infeasible: no forces inside the friction cones realise "
+         f"{sum(not f.feasible for f in forces)} of them (largest violation {violation:.3g} N / N m): the efforts "
+         "are those of the least-violating forces")
     return resp
 
 
@@ -304,7 +374,7 @@ def constrained_forward_dynamics(rt, req, resp):
         kp, kd = (float(x) for x in _finite((req.kp, req.kd), "kp, kd"))
         if kp < 0 or kd < 0:
             raise BadRequest(f"kp, kd: expected numbers >= 0 (Baumgarte gains), got {kp}, {kd}")
-        mech = Mechanism(rt, req)
+        mech = Mechanism(rt, req, forward=True)
         states, every = _states(mech, req, "effort", "effort")
         model = rt.model
         qdds, forces = [], []
@@ -346,10 +416,11 @@ def _accel(row):
     return m
 
 
-def table():
+def table(held=None):
     """(srv type, name, fn(rt, req, resp)) of both services for
-    ``services.create_dynamics_services(extra=...)``.  ImportError if rbd_ros_interfaces
-    is missing."""
+    ``services.create_dynamics_services(extra=...)``; ``held()``: the node's snapshot
+    (held_state.py: its contact set for ``use_contacts``; None: refused).  ImportError if
+    rbd_ros_interfaces is missing."""
     from rbd_ros_interfaces import srv as isrv  # may be missing: ImportError (see the docstring)
-    return [(isrv.ConstrainedInverseDynamics, SRV_CID, constrained_inverse_dynamics),
+    return [(isrv.ConstrainedInverseDynamics, SRV_CID, functools.partial(constrained_inverse_dynamics, held=held)),
             (isrv.ConstrainedForwardDynamics, SRV_CFD, constrained_forward_dynamics)]

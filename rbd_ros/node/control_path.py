@@ -36,7 +36,8 @@ except ImportError:     # pragma: no cover - a broken install; the node says so 
     Collision = ConstraintForce = ConstraintForces = None
 
 MESSAGE_TYPES = {kinds.ARRAY: Float64MultiArray, kinds.MATRIX: Float64MultiArray, kinds.STATE: JointState,
-                 kinds.WRENCH: WrenchStamped, kinds.COLLISION: Collision, kinds.CONSTRAINT_FORCES: ConstraintForces}
+                 kinds.WRENCH: WrenchStamped, kinds.COLLISION: Collision, kinds.CONSTRAINT_FORCES: ConstraintForces,
+                 kinds.CONTACT_FORCES: ConstraintForces}
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ def make_message(out: Output, rt):
 
 def _fill(out: Output, msg, term, stamp) -> None:
     """Per message: the stamp, and the fields no buffer shares."""
-    if out.kind in (kinds.STATE, kinds.WRENCH, kinds.COLLISION, kinds.CONSTRAINT_FORCES):
+    if out.kind in (kinds.STATE, kinds.WRENCH, kinds.COLLISION, kinds.CONSTRAINT_FORCES, kinds.CONTACT_FORCES):
         msg.header.stamp = stamp
     if out.kind == kinds.WRENCH:
         msg.header.frame_id = term.frame     # contact_frame may change at run time
@@ -127,6 +128,18 @@ def _fill(out: Output, msg, term, stamp) -> None:
         for entry, (_, _, _, w) in zip(msg.constraints, term.forces):
             f, t = entry.wrench.force, entry.wrench.torque
             f.x, f.y, f.z, t.x, t.y, t.z = w
+    elif out.kind == kinds.CONTACT_FORCES:
+        cs = term.contact_set
+        entries = cs.msg_entries
+        if entries is None:         # once per contact set
+            entries = cs.msg_entries = [ConstraintForce(name=c.name, frame_id=c.link_a, mask=list(c.mask))
+                                        for c in cs.constraints]
+        msg.constraints = entries
+        for entry, (_, _, _, w) in zip(entries, cs.forces()):
+            f, t = entry.wrench.force, entry.wrench.torque
+            f.x, f.y, f.z, t.x, t.y, t.z = w
+        msg.feasible = cs.feasible
+        msg.violation = cs.violation
 
 
 class Published:
@@ -258,6 +271,32 @@ class ControlPath:
         parts = self.step.desired(bound.bound, msg.joint_names, msg.points, now)
         if parts:
             self._publish(bound, msg.header.stamp, parts)
+
+    def on_base_state(self, msg) -> None:
+        """One base state (nav_msgs/Odometry; control thread): kept for the next joint
+        states of a Robot with contacts.  Never raises (as on_joint_state)."""
+        try:
+            bound = self.bound
+            if bound is None:
+                return
+            p, o, t = msg.pose.pose.position, msg.pose.pose.orientation, msg.twist.twist
+            self.step.base_state(bound.bound, msg.child_frame_id, (p.x, p.y, p.z, o.x, o.y, o.z, o.w),
+                                 (t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z),
+                                 time.monotonic())
+        except Exception as e:
+            self._failed("base_state", e)
+
+    def on_contacts(self, msg) -> None:
+        """One ``~/contacts`` (rbd_ros_interfaces/Contacts; control thread): the contact set
+        from the next joint state on.  Never raises."""
+        try:
+            bound = self.bound
+            if bound is None:
+                self.step.report.report("~/contacts dropped: no robot model loaded yet", "warning")
+                return
+            self.step.contacts(bound.bound, msg.links, [(n.x, n.y, n.z) for n in msg.normals], msg.friction)
+        except Exception as e:
+            self._failed("contacts", e)
 
     def _failed(self, topic: str, e: Exception) -> None:
         """A callback failed unexpectedly: count and report it (never raises).  Quiet once

@@ -16,7 +16,8 @@ control thread for every joint_states message:
 4. return the parts to publish for this message.
 
 ``desired`` hands a ``~/desired_state`` point to the term with outputs on it (the
-command term), which then computes ``~/feedforward_torques``.  Logging and the
+command term), which then computes ``~/feedforward_torques``; ``base_state`` and
+``contacts`` hand a base state and a ``~/contacts`` set to a Robot with contacts.  Logging and the
 diagnostics' last error go through one ``logs.Reporter`` shared with the terms; the ROS
 side (control_path.py) owns the publishers and messages.
 """
@@ -210,6 +211,40 @@ class ControlStep:
         parts = list(dict.fromkeys(o.part for o in term.outputs if o.on == DESIRED and o.part in self._live_desired
                                    and self.enabled.get(o.part, True)))
         return parts if parts and term.compute_desired() else ()
+
+    def base_state(self, b: Bound, child_frame_id: str, pose, twist, now: float) -> bool:
+        """One base state (nav_msgs/Odometry fields: the base pose [x y z qx qy qz qw] in the
+        world, its twist [v; w] in the base frame), received at ``now``: stored for the
+        next joint states, or dropped (a throttled warning, counted); True if stored.
+        Ignored (False) for a Robot without contacts."""
+        ct = b.rt.contacts if b is not None else None
+        if ct is None:
+            return False
+        try:
+            ct.set_base(child_frame_id, pose, twist, now)
+        except ValueError as e:
+            ct.base_dropped += 1
+            self.report.report(f"base state dropped: {e}", "warning")
+            return False
+        return True
+
+    def contacts(self, b: Bound, links, normals, friction) -> bool:
+        """One ``~/contacts`` (rbd_ros_interfaces/Contacts fields; normals as (x, y, z)):
+        the contact set from the next joint state on, or dropped whole (a throttled
+        warning, counted; the set in use is kept); True if taken."""
+        ct = b.rt.contacts if b is not None else None
+        if ct is None:
+            self.report.report("~/contacts ignored: the node has no contacts (parameter contacts is empty)",
+                               "warning")
+            return False
+        ct.contacts_in += 1
+        try:
+            ct.set_contacts(links, normals, friction)
+        except ValueError as e:
+            ct.contacts_dropped += 1
+            self.report.report(f"~/contacts dropped: {e}", "warning")
+            return False
+        return True
 
     def drop_desired(self, why: str) -> None:
         """A desired state refused before it reached the step (no model yet)."""

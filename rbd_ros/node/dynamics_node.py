@@ -27,6 +27,7 @@ import numba
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import InertiaStamped
+from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
@@ -56,6 +57,11 @@ from rbd_ros.node.relay import TrajectoryRelay
 from rbd_ros.node.services import create_dynamics_services
 from rbd_ros.node.stats import Stats
 from rbd_ros.node.worker_client import WorkerClient
+
+try:    # rbd_ros_interfaces may be missing (the node says so at start-up): no ~/contacts then
+    from rbd_ros_interfaces.msg import Contacts
+except ImportError:     # pragma: no cover - a broken install
+    Contacts = None
 
 DEFAULT_NAME = names.DEFAULT_NAME
 
@@ -160,6 +166,16 @@ class DynamicsNode:
         self.sub_desired = self.control.create_subscription(
             JointTrajectory, n.resolve_topic_name(names.TOPIC_DESIRED),
             self.control_path.on_desired, qos.QOS_DESIRED)
+        # contacts (a floating base on its feet): the base state and the contact set, in
+        # the control thread too (they are read by the joint states' callback)
+        self.sub_base = self.sub_contacts = None
+        if p.base_state_topic:
+            self.sub_base = self.control.create_subscription(
+                Odometry, n.resolve_topic_name(p.base_state_topic), self.control_path.on_base_state, js_qos)
+        if Contacts is not None:
+            self.sub_contacts = self.control.create_subscription(
+                Contacts, n.resolve_topic_name(names.TOPIC_CONTACTS), self.control_path.on_contacts,
+                qos.QOS_DESIRED)
         self.log.info(
             f"listening on {js_topic} ({'reliable' if p.joint_states_reliable else 'best effort'})"
             f", publishing {n.resolve_topic_name(names.TOPIC_GRAVITY)} and friends")
@@ -343,7 +359,7 @@ class DynamicsNode:
         else:
             self.services = create_dynamics_services(
                 self.node, self.node.get_fully_qualified_name(), lambda: self.runtime, self.log,
-                extra=planner_services.table(self.held_state) + constrained_services.table())
+                extra=planner_services.table(self.held_state) + constrained_services.table(self.held_state))
             self.relay = TrajectoryRelay(self.node, *relay, lambda: self.runtime, self.log,
                                          held=self.held_state)
             self.services_ready = True

@@ -42,6 +42,13 @@ follow from J q̈ + γ = 0 (the commanded q̈ covers the actuated joints); for t
 feed-forward, the desired state's passive positions and velocities are closed from its
 actuated ones first (seeded by the measured ones).  Loops that cannot be closed, or a
 state near a singular configuration, give no command (FAILED).
+
+Contacts (the Robot's ``contacts``, contacts.py): the same hooks, with the joint torques
+of ``rbd.constrained_inverse_dynamics`` on the current contacts (friction cones) at
+(q, q̇, q̈) whose base acceleration follows from J q̈ + γ = 0 (the commanded q̈ covers the
+joints); the base's pose and twist are the measured ones (the base state), also in the
+feed-forward (computed when the desired state is first used, with the base state of
+then).  A motion the cones cannot realise gets the torques of the least-violating forces.
 """
 from __future__ import annotations
 
@@ -278,7 +285,8 @@ class CommandLaw:
         # outputs: numpy views of what the messages hold
         self.cmd = cmd
         self.ff = ff
-        self.loops = rt.loops       # closed loops (loops.Loops): actuator torques instead of RNEA's
+        # closed loops (loops.Loops) or contacts (contacts.Contacts): their torques instead of RNEA's
+        self.loops = rt.contacts if rt.contacts is not None else rt.loops
         self._cache: dict = {}
         self._required = frozenset(rt.dof_index[nm] for nm in rt.out_names)
 

@@ -36,16 +36,23 @@ class HeldStateError(ValueError):
 
 def snapshot(rt, now: float) -> dict:
     """The latest position of every DOF of Robot ``rt`` (None: no model) and the age of the
-    oldest of them (s, by the monotonic clock ``now``), or ``{"error": ...}``."""
+    oldest of them (s, by the monotonic clock ``now``), or ``{"error": ...}``; either with
+    ``"contacts"``: the contact set in use (``{"links", "normals", "friction"}`` as
+    ``~/contacts`` gives them) when the Robot has contacts."""
     if rt is None:
         return {"error": "the node has no robot model yet"}
+    extra = {}
+    if rt.contacts is not None:
+        links, normals, friction = rt.contacts.current.spec      # (one reference: the set in use)
+        extra["contacts"] = {"links": list(links), "normals": [list(n) for n in normals],
+                             "friction": list(friction)}
     stamp = rt.stamp.copy()
     q = rt.q[rt.dof_q].copy()
     never = [rt.dof_names[i] for i in range(rt.ndof) if stamp[i] == -math.inf]
     if never:
-        return {"error": f"joints {never} were never received on joint_states"}
+        return {"error": f"joints {never} were never received on joint_states", **extra}
     return {"names": list(rt.dof_names), "positions": [float(x) for x in q],
-            "age_s": float(now - stamp.min())}
+            "age_s": float(now - stamp.min()), **extra}
 
 
 def map_subset(rt, names, field: str):

@@ -20,6 +20,7 @@ import rbd_ros.core as rbd
 from rbd_ros import robots
 from rbd_ros.core.calls import registry
 from rbd_ros.node import effort_law, recent, warmup
+from rbd_ros.node.contacts import Contacts
 from rbd_ros.node.loops import Loops, transmission_joints
 from rbd_ros.node.payload import DEFAULT_FRICTION_VELOCITY_EPS, PayloadError, check_removal, relabel
 from rbd_ros.node.robot import Robot, actuated_missing_text, merge_k, warm_merge
@@ -143,6 +144,28 @@ def warm_loops(rt) -> None:
     lp.torques(q, v, a, g, np.empty(lp.m))
 
 
+def warm_contacts(rt) -> None:
+    """Run once what a Robot with contacts runs per message (the base's accelerations from
+    the contacts, the constrained inverse dynamics with the friction cones, H), at the
+    neutral pose with the base state left as it is; rbd.ModelError when the cones' QP
+    solver (daqp) is missing."""
+    ct = rt.contacts
+    if ct is None:
+        return
+    q, v = np.array(rt.model.neutral(), dtype=np.float64), np.zeros(rt.model.nv)
+    n = rt.nout
+    log, ct.log = ct.log, None
+    try:
+        ct.compensate(q, v, np.empty(n), np.empty(n), True, np.empty(n * n))
+        ct.torques(q, v, ct.bias_state(q, v), np.empty(n))
+    except ImportError as e:        # the friction cones' QP solver (daqp) is not installed
+        raise rbd.ModelError(f"parameter contacts: {e}") from None
+    finally:
+        ct.log = log
+        ct.infeasible = ct._msg_infeasible = False
+        ct.infeasible_count = 0
+
+
 def warm_control_path(rt, log=None) -> None:
     """Compile and run once what the node's torque topics use (warmup.py's module
     docstring): RNEA here while, from a cold cache, a helper process compiles CRBA, the
@@ -163,6 +186,7 @@ def warm_control_path(rt, log=None) -> None:
         warmup.wait_for_helper(helper, lambda: False)
     warm_merge(model.nq, model.nv, rt.ndof)     # the merge kernel as Robot.update calls it
     warm_loops(rt)
+    warm_contacts(rt)
     if was_cold:
         warmup.log_line(log, warmup.ready_line("control-path", time.perf_counter() - t0))
 
@@ -180,7 +204,12 @@ def _finish(model, joints, source, options, warm: bool = True, services: bool = 
     (and logged) by the service worker's own warm-up."""
     lo = options.get("loops") or {}
     loops = Loops(model, lo.get("actuated", ()), lo.get("loop_cond_limit")) if model.constraints else None
-    rt = Robot(model, joints, source, loops=loops, initial=lo.get("initial_positions", ()))
+    co = options.get("contacts")
+    contacts = None
+    if co:
+        actuated = tuple(n for n, t in zip(model.joint_names, model.joint_types) if t != "floating")
+        contacts = Contacts(model, co, actuated)
+    rt = Robot(model, joints, source, loops=loops, initial=lo.get("initial_positions", ()), contacts=contacts)
     rt.options = options
     if warm:
         if services:
@@ -194,7 +223,7 @@ def build_robot(urdf_text: str, *, floating_base: bool, mimic: bool, gravity, jo
                 source: str, armature=None, payloads: dict | None = None,
                 friction_velocity_eps: float = DEFAULT_FRICTION_VELOCITY_EPS,
                 services: bool = False, actuated=(), constraints=(), initial_positions=(),
-                loop_cond_limit: float | None = None):
+                loop_cond_limit: float | None = None, contacts: dict | None = None):
     """``runtime.build_robot`` plus armature and payloads (``services``: warm up the
     service kernels, in the worker process, instead of the control path's).
 
@@ -211,11 +240,16 @@ def build_robot(urdf_text: str, *, floating_base: bool, mimic: bool, gravity, jo
     ``initial_positions`` (one per DOF; empty: zero), or is refused naming the
     constraint; ``loop_cond_limit``: see loops.Loops.
 
+    Contacts: ``contacts`` (contacts.contact_options: the contact set's links, types, μ,
+    sole; None: no contacts) makes a Robot that stands on them (a floating base is
+    required; a link the model lacks is refused, naming it).
+
     ``rt.options`` carries what the service worker needs to build the same model
     (``protocol.model_command``): floating_base, mimic, gravity, armature ({DOF name:
     value}), payloads (the attached ones), friction_velocity_eps, and with loops
     ``loops``: {actuated, constraints (the added ones, as ``constraint_dict``),
-    initial_positions, loop_cond_limit} (else None)."""
+    initial_positions, loop_cond_limit} (else None), ``contacts`` (the contact options or
+    None)."""
     if "<" not in urdf_text:
         raise rbd.ModelError(f"the robot description is not URDF XML (starts with "
                              f"{urdf_text[:40]!r})")
@@ -250,7 +284,7 @@ def build_robot(urdf_text: str, *, floating_base: bool, mimic: bool, gravity, jo
     options = {"floating_base": bool(floating_base), "mimic": bool(mimic), "gravity": g,
                "armature": by_name, "payloads": kept,
                "friction_velocity_eps": float(friction_velocity_eps),
-               "dropped_payloads": dropped, "loops": None}
+               "dropped_payloads": dropped, "loops": None, "contacts": contacts or None}
     if model.constraints:
         options["loops"] = {"actuated": list(actuated), "constraints": [constraint_dict(c) for c in constraints],
                             "initial_positions": [float(x) for x in initial],

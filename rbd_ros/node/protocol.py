@@ -9,11 +9,14 @@ process (service_worker.py), defined once for both sides.
   ``{"urdf": ..., "where": ..., "floating_base": ..., "mimic": ..., "gravity": [...],
   "armature": {dof name: value}, "payloads": [{"link", "mass", "com", "inertia"}, ...],
   "friction_velocity_eps": ..., "loops": {"actuated": [...], "constraints": [...],
-  "initial_positions": [...], "loop_cond_limit": ...}}`` (the last four optional: none,
-  none, 0.01, no loops of the node's own; constraints as model_build.constraint_dict);
+  "initial_positions": [...], "loop_cond_limit": ...}, "contacts": {"links": [...], "types":
+  [...], "mu": ..., "sole": [...]}}`` (the last five optional: none, none, 0.01, no loops of
+  the node's own, no contacts; constraints as model_build.constraint_dict, contacts as
+  contacts.contact_options);
   ``{"state_reply": id, "names": [...], "positions": [...], "age_s": s}`` or
-  ``{"state_reply": id, "error": ...}``: the node's latest joint state, the answer to a
-  ``state_request`` (``state_reply`` / ``parse_state_reply``; held_state.py).
+  ``{"state_reply": id, "error": ...}`` (both with ``"contacts": {"links", "normals",
+  "friction"}`` when the node has contacts: the set in use): the node's latest joint state,
+  the answer to a ``state_request`` (``state_reply`` / ``parse_state_reply``; held_state.py).
   Closing stdin tells the worker to exit.
 * worker -> node (stdout), one JSON object per line (``event_*`` / ``parse_event``):
   ``{"event": "ready"}`` once its services exist;
@@ -59,9 +62,10 @@ def parse_argv(argv) -> WorkerArgs:
 
 
 def model_command(urdf: str, where: str, floating_base: bool, mimic: bool, gravity,
-                  armature=None, payloads=(), friction_velocity_eps=None, loops=None) -> str:
+                  armature=None, payloads=(), friction_velocity_eps=None, loops=None, contacts=None) -> str:
     """``armature``: {DOF name: value}; ``payloads``: payload.Payload objects; ``loops``:
-    Robot.options["loops"] (plain data) or None."""
+    Robot.options["loops"] (plain data) or None; ``contacts``: Robot.options["contacts"] or
+    None."""
     cmd = {"urdf": urdf, "where": where, "floating_base": bool(floating_base),
            "mimic": bool(mimic), "gravity": [float(x) for x in gravity],
            "armature": {str(k): float(x) for k, x in (armature or {}).items()},
@@ -70,6 +74,8 @@ def model_command(urdf: str, where: str, floating_base: bool, mimic: bool, gravi
         cmd["friction_velocity_eps"] = float(friction_velocity_eps)
     if loops:
         cmd["loops"] = loops
+    if contacts:
+        cmd["contacts"] = contacts
     return json.dumps(cmd)
 
 
@@ -84,6 +90,7 @@ def parse_model_command(line: str) -> dict:
             "payloads": {p.link: p for p in payloads},
             "friction_velocity_eps": float(cmd.get("friction_velocity_eps",
                                                    DEFAULT_FRICTION_VELOCITY_EPS)),
+            **({"contacts": cmd["contacts"]} if cmd.get("contacts") else {}),
             **(cmd.get("loops") or {})}
 
 

@@ -112,9 +112,13 @@ class Robot:
     state needs only them (``required``); the loops are closed here from ``initial`` (one
     position per DOF, ``dof_names`` order; empty: zero) -- a ModelError names the
     constraint when that is not possible.
+
+    Contacts (a floating-base robot on its feet): ``contacts`` (contacts.Contacts) holds
+    the contact set and the base state, which replaces the neutral base of the topic
+    path (the compensation term copies it in per message).
     """
 
-    def __init__(self, model, joints=(), source: str = "", loops=None, initial=()):
+    def __init__(self, model, joints=(), source: str = "", loops=None, initial=(), contacts=None):
         self.model = model
         self.source = source
         self.floating = False
@@ -199,6 +203,16 @@ class Robot:
         self.merged = False         # the last update() merged some joint of the model
         if model.constraints:
             self._init_loops(loops, initial)
+        self.contacts = None
+        if contacts is not None:
+            if not self.floating:
+                raise rbd.ModelError("parameter contacts: contacts with the ground need a floating base "
+                                     "(floating_base: true, or a URDF floating joint from the root link)")
+            if model.constraints:
+                raise rbd.ModelError("parameter contacts: a model with closed loops and contacts is not supported by "
+                                     f"the node (loop constraints {[c.name for c in model.constraints]})")
+            contacts.bind_outputs(self.out_v)
+            self.contacts = contacts
 
     # ---------------------------------------------------------------- loops
     def _init_loops(self, loops, initial) -> None:
@@ -373,3 +387,5 @@ class Robot:
                 self.v[self.dof_v[i]] = old.v[old.dof_v[j]]
                 self.stamp[i] = old.stamp[j]
         self.oldest = self._oldest()
+        if self.contacts is not None and old.contacts is not None:
+            self.contacts.adopt(old.contacts)

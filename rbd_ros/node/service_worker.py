@@ -101,7 +101,7 @@ def main(argv=None):
             return 0
         load(line)
     create_dynamics_services(node, args.node_fqn, lambda: state["runtime"], log,
-                             extra=planner_services.table(held) + constrained_services.table())
+                             extra=planner_services.table(held) + constrained_services.table(held))
     if args.relay:  # the trajectory relay (relay.py says why it runs here)
         from rbd_ros.node.relay import TrajectoryRelay
         TrajectoryRelay(node, *args.relay, lambda: state["runtime"], log,

@@ -27,6 +27,7 @@ STATE = "state"          # sensor_msgs/JointState, name = joints, effort = the b
 WRENCH = "wrench"        # geometry_msgs/WrenchStamped from the buffer [fx fy fz tx ty tz], frame_id = the frame
 COLLISION = "collision"  # rbd_ros_interfaces/Collision from the term's collision state
 CONSTRAINT_FORCES = "constraint_forces"  # rbd_ros_interfaces/ConstraintForces from the buffer (λ) and the term's forces
+CONTACT_FORCES = "contact_forces"  # rbd_ros_interfaces/ConstraintForces of the term's contact set (entries per set)
 
 # which input triggers a term
 JOINT_STATES = "joint_states"    # a joint_states message that passed the gate (fresh, rate)

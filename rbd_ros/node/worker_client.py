@@ -96,7 +96,8 @@ class WorkerClient:
         line = protocol.model_command(urdf, where, options["floating_base"], options["mimic"],
                                       options["gravity"], options.get("armature"),
                                       tuple((options.get("payloads") or {}).values()),
-                                      options.get("friction_velocity_eps"), options.get("loops"))
+                                      options.get("friction_velocity_eps"), options.get("loops"),
+                                      options.get("contacts"))
         with self._lock:
             self._last_model = line
             if self.proc is not None:
