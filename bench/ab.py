@@ -38,8 +38,6 @@ import oracle as orc  # noqa: E402
 
 import rbd_ros.core as new  # noqa: E402
 
-FUNCS = ("rnea", "gravity", "bias", "crba", "forward_dynamics", "aba", "coriolis_matrix")
-
 
 def export(rev: str, dest: str):
     """rbd_ros/core of ``rev`` as the package ``rbd_ros_ab`` under ``dest`` (kept between
@@ -78,6 +76,28 @@ def calls(lib, model, q, v, a):
     }
 
 
+def single_calls(lib, model, q, v, a):
+    """{name: (call, result)}: the allocation-free ``_into`` forms a control loop calls and
+    the functions with options or keywords, one state (``result()`` reads what the call
+    wrote: timing the call alone)."""
+    nv, frame = model.nv, model.link_names[-1]
+    out, H, J, dofs = np.empty(nv), np.empty((nv, nv)), np.empty((6, nv)), lib.dof_indices(model)
+    g, b, Hc = np.empty(nv), np.empty(nv), np.empty(nv * nv)
+    return {
+        "rnea_into": (lambda: lib.rnea_into(model, q, v, a, out), lambda: out.copy()),
+        "gravity_into": (lambda: lib.gravity_into(model, q, out), lambda: out.copy()),
+        "crba_into": (lambda: lib.crba_into(model, q, H), lambda: H.copy()),
+        "aba_into": (lambda: lib.aba_into(model, q, v, a, out), lambda: out.copy()),
+        "coriolis_transpose_v_into": (lambda: lib.coriolis_transpose_v_into(model, q, v, out), lambda: out.copy()),
+        "compensation_into": (lambda: lib.compensation_into(model, q, v, dofs, g, b, Hc),
+                              lambda: np.concatenate([g, b, Hc])),
+        "frame_jacobian": (lambda: lib.frame_jacobian(model, q, frame), None),
+        "frame_jacobian_into": (lambda: lib.frame_jacobian_into(model, q, frame, "local_world_aligned", J),
+                                lambda: J.copy()),
+        "regressor": (lambda: lib.regressor(model, q, v, a), None),
+    }
+
+
 def per_call_ns(fn, n):
     t = time.perf_counter_ns()
     for _ in range(n):
@@ -99,7 +119,7 @@ def main():
     old, sha = export(a.rev, a.cache)
     print(f"new: this tree; old: {a.rev} ({sha}); median over {a.rounds} interleaved rounds of "
           f"{a.calls} calls; ratio = new / old (< 1: new is faster)")
-    print(f"{'robot':16s} {'function':18s} {'old us':>8s} {'new us':>8s} {'ratio':>7s}")
+    print(f"{'robot':16s} {'function':26s} {'old us':>8s} {'new us':>8s} {'ratio':>7s}")
     rng = np.random.default_rng(0)
     models = {}
     for robot in a.robots.split(","):
@@ -112,6 +132,9 @@ def main():
         v = rng.standard_normal(mn.nv)
         acc = rng.standard_normal(mn.nv)
         compare(robot, calls(old, mo, q, v, acc), calls(new, mn, q, v, acc), a.rounds, a.calls, "")
+        co, cn = single_calls(old, mo, q, v, acc), single_calls(new, mn, q, v, acc)
+        compare(robot, {k: f for k, (f, _) in co.items()}, {k: f for k, (f, _) in cn.items()}, a.rounds, a.calls,
+                "", {k: r for k, (_, r) in co.items()}, {k: r for k, (_, r) in cn.items()})
     if a.batch <= 0:
         return
     print(f"batches of {a.batch} different states, {a.batch_calls} calls per round")
@@ -128,10 +151,13 @@ def state(model, floating, rng):
     return q
 
 
-def compare(robot, co, cn, rounds, n, label):
-    """Time every function of ``co`` (old) and ``cn`` (new) in interleaved rounds; print."""
-    for f in FUNCS:
+def compare(robot, co, cn, rounds, n, label, result_old=None, result_new=None):
+    """Time every function of ``co`` (old) and ``cn`` (new) in interleaved rounds; print.
+    ``result_*[name]``: reads what a call wrote (``_into`` forms), else the call's return."""
+    for f in co:
         ro, rn = co[f](), cn[f]()
+        if result_old and result_old.get(f):
+            ro, rn = result_old[f](), result_new[f]()
         err = np.max(np.abs(ro - rn)) / max(1.0, np.max(np.abs(ro)))
         assert err <= 1e-12, (robot, f, err)
         for _ in range(3):
@@ -142,8 +168,9 @@ def compare(robot, co, cn, rounds, n, label):
             to.append(per_call_ns(co[f], n))
             tn.append(per_call_ns(cn[f], n))
         ratio = statistics.median(x / y for x, y in zip(tn, to))
-        print(f"{robot:16s} {f + label:18s} {statistics.median(to) / 1e3:8.2f} {statistics.median(tn) / 1e3:8.2f} "
+        print(f"{robot:16s} {f + label:26s} {statistics.median(to) / 1e3:8.2f} {statistics.median(tn) / 1e3:8.2f} "
               f"{ratio:7.3f}", flush=True)
+
 
 if __name__ == "__main__":
     main()

@@ -20,7 +20,7 @@ if ROOT not in sys.path:
 import ident_sim as sim  # noqa: E402
 
 import rbd_ros.core as rbd  # noqa: E402
-from rbd_ros.core.excitation import excitation_trajectory  # noqa: E402
+from rbd_ros.core.estimation.excitation import excitation_trajectory  # noqa: E402
 from rbd_ros.tools import identify as cli  # noqa: E402
 from rbd_ros.tools.recording import write_joint_states_bag  # noqa: E402
 

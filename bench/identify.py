@@ -31,10 +31,10 @@ import oracle as orc  # noqa: E402
 import pinocchio as pin  # noqa: E402
 
 import rbd_ros.core as rbd  # noqa: E402
-from rbd_ros.core import inertial as ine  # noqa: E402
-from rbd_ros.core.excitation import excitation_trajectory  # noqa: E402
-from rbd_ros.core.identification import identify  # noqa: E402
-from rbd_ros.core.reference.regressor import regressor as twin  # noqa: E402
+from rbd_ros.core.algorithms.reference.regressor import regressor as twin  # noqa: E402
+from rbd_ros.core.estimation.excitation import excitation_trajectory  # noqa: E402
+from rbd_ros.core.estimation.identification import identify  # noqa: E402
+from rbd_ros.core.model import inertial as ine  # noqa: E402
 from rbd_ros.tools.recording import prepare, read_joint_states, write_joint_states_bag  # noqa: E402
 
 

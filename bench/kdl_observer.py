@@ -42,7 +42,7 @@ sys.path.insert(0, os.path.join(ROOT, "test"))     # the closed loop of test_cor
 import mujoco  # noqa: E402
 import test_core_observer_mujoco as loop  # noqa: E402
 
-from rbd_ros.core.observer import MomentumObserver  # noqa: E402
+from rbd_ros.core.estimation.observer import MomentumObserver  # noqa: E402
 from rbd_ros.sim.mujoco_model import JointMap, load_urdf  # noqa: E402
 
 SYSTEM_PYTHON = "/usr/bin/python3"

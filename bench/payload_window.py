@@ -35,24 +35,26 @@ from rbd_ros.node import model_build as mb  # noqa: E402
 from rbd_ros.node.control_step import ControlStep  # noqa: E402
 from rbd_ros.node.params import Params  # noqa: E402
 from rbd_ros.node.stats import Stats  # noqa: E402
+from rbd_ros.node.terms import TERMS  # noqa: E402
 
 
 def make_step(window: float, live, max_rate: float):
     text, where = robots.read_description("rbd_arm7", "")
     rt = mb.build_robot(text, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81), joints=(), source=where)
-    step = ControlStep(Params(max_state_age=0.0, payload_window=window, payload_max_rate=max_rate),
+    step = ControlStep(TERMS, Params(max_state_age=0.0, payload_window=window, payload_max_rate=max_rate),
                        logging.getLogger("bench"))
-    step.bind(rt)
+    b = step.make(rt)
+    step.bind(b)
     step.set_live(live, set())
-    return step, rt, Stats()
+    return step, b, Stats()
 
 
-def run(step, rt, stats, msgs, t0: float) -> float:
+def run(step, b, stats, msgs, t0: float) -> float:
     """µs per message over ``msgs`` (names, pos, vel, eff) calls, receive times from t0, 1 ms apart."""
     js = step.joint_state
     start = time.perf_counter()
     for k, (names, p, v, e) in enumerate(msgs):
-        js(rt, stats, names, p, v, e, t0 + 1e-3 * k, t0 + 1e-3 * k)
+        js(b, stats, names, p, v, e, t0 + 1e-3 * k, t0 + 1e-3 * k)
     return (time.perf_counter() - start) / len(msgs) * 1e6
 
 
@@ -72,7 +74,7 @@ def main(argv=None) -> int:
     print("|---|---|---|---|---|---|")
     for live in ({"g"}, {"g", "b", "h"}):
         a, b = make_step(0.0, live, args.max_rate), make_step(30.0, live, args.max_rate)
-        assert a[1].recent is None and b[1].recent is not None
+        assert a[1].by_key["recent"].window is None and b[1].by_key["recent"].window is not None
         ta, tb, ratio, diff = [], [], [], []
         t0 = 1000.0
         for r in range(args.rounds + 1):
@@ -85,7 +87,7 @@ def main(argv=None) -> int:
             tb.append(y)
             ratio.append(y / x)
             diff.append(y - x)
-        kept = b[1].recent.written / ((args.rounds + 1) * args.messages)
+        kept = b[1].by_key["recent"].window.written / ((args.rounds + 1) * args.messages)
         assert kept >= min(1.0, args.max_rate / 1000.0) - 0.01, kept      # B really wrote what its rate allows
         print(f"| {', '.join(sorted(live))} | {statistics.median(ta):.2f} | {statistics.median(tb):.2f} | "
               f"{statistics.median(ratio):.3f} | {statistics.median(diff):.2f} | {kept:.0%} |")

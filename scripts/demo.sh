@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: venv (scripts/venv.sh), then the closed loop on the
 # bundled 7-dof arm: the MuJoCo robot driver (rbd_ros.sim) and the dynamics node wired
-# like a robot with forward_command_controller; four phases (no command: the arm falls;
-# gravity hold; computed-torque tracking; a push felt by the momentum observer), a table
-# and a picture
+# like a robot with forward_command_controller; four phases (gravity hold; computed-torque
+# tracking; a push felt by the momentum observer; no command: the arm falls), a table and
+# a picture
 # (demo_output/closed_loop.png in the repository unless --png is given).
 #   scripts/demo.sh [--png PATH] [--rate DESIRED_HZ] [--no-plot]
 set -euo pipefail

@@ -30,7 +30,9 @@ TESTS=(
   test/test_core_registry.py     # every public function: fast path == checked path == twin
   test/test_core_reference.py    # kernels == numpy twins on random trees, every joint type
   test/test_core_errors.py
-  test/test_core_trust.py
+  test/test_core_bounds.py
+  test/test_core_singular_inertia.py
+  test/test_core_fast_path.py    # plain arrays only; kernels check lengths, never write the model
   test/test_core_identities.py
   test/test_core_closed_form.py
   test/test_core_spatial.py

@@ -113,3 +113,27 @@ def close_rel(got, ref, tol=1e-9) -> bool:
 
 
 ARM_JOINTS = [f"joint{i}" for i in range(1, 8)]      # the bundled rbd_arm7 (and panda) arm joints
+
+
+# ----------------------------------------------------------------------------- URDF text in code
+
+def urdf_inertial(m=1.0, i=0.1, xyz="0 0 0", rpy="0 0 0"):
+    """An <inertial>: mass ``m``, inertia ``i`` on the diagonal, at origin ``xyz`` ``rpy``."""
+    return (f'<inertial><origin xyz="{xyz}" rpy="{rpy}"/><mass value="{m}"/>'
+            f'<inertia ixx="{i}" ixy="0" ixz="0" iyy="{i}" iyz="0" izz="{i}"/></inertial>')
+
+
+def urdf_link(name, body=None):
+    """A <link> with ``body`` inside (default: urdf_inertial())."""
+    return f'<link name="{name}">{urdf_inertial() if body is None else body}</link>'
+
+
+def urdf_joint(name, parent, child, type_="revolute", axis="0 0 1", xyz="0 0 0", rpy="0 0 0", extra=""):
+    """A <joint>, with limits where its type needs them and ``extra`` XML inside."""
+    lim = '<limit lower="-1" upper="1" effort="1" velocity="1"/>' if type_ in ("revolute", "prismatic") else ""
+    return (f'<joint name="{name}" type="{type_}"><parent link="{parent}"/><child link="{child}"/>'
+            f'<origin xyz="{xyz}" rpy="{rpy}"/><axis xyz="{axis}"/>{lim}{extra}</joint>')
+
+
+def urdf_robot(links, joints, name="r"):
+    return f'<robot name="{name}">{"".join(links)}{"".join(joints)}</robot>'

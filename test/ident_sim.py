@@ -73,7 +73,7 @@ def true_robot(seed=0, payload=None):
     mjm.dof_frictionloss[dof] = TRUE_FRICTION
     mjm.dof_armature[dof] = TRUE_ARMATURE
     mjm.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
-    from rbd_ros.core.inertial import _rebuilt, inertial_parameters
+    from rbd_ros.core.model.inertial import _rebuilt, inertial_parameters
     truth = _rebuilt(model, inertial_parameters(model), damping=TRUE_DAMPING, friction=TRUE_FRICTION)
     return mjm, truth.with_armature(TRUE_ARMATURE)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import sys
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -79,6 +80,19 @@ def robots_dir() -> str:
 def robot_urdf(name: str) -> str:
     """Path of the URDF of one of ROBOTS."""
     return os.path.join(robots_dir(), ROBOTS[name][0])
+
+
+def robot_text(name: str, link_mass: tuple[str, str] | None = None) -> str:
+    """The URDF text of one of ROBOTS; ``link_mass`` = (link, mass): with that link's
+    <mass value> replaced by ``mass`` (a string, as it lands in the XML)."""
+    with open(robot_urdf(name), encoding="utf-8") as f:
+        text = f.read()
+    if link_mass is None:
+        return text
+    link, mass = link_mass
+    i = text.index(f'<link name="{link}"')
+    j = text.index("</link>", i)
+    return text[:i] + re.sub(r'<mass value="[^"]*"', f'<mass value="{mass}"', text[i:j]) + text[j:]
 
 
 def _urdf_text(urdf: str) -> str:

@@ -1,12 +1,14 @@
 """Which test oracles are installed, and what a missing one does to a test run.
 
-The oracles: Pinocchio with the example-robot-data URDFs (test/oracle.py), MuJoCo and
-hypothesis.  ``scripts/test.sh`` (and so CI) sets ``RBD_REQUIRE_ORACLES=1``: every oracle
-must be there, and a missing one stops the run before any test (a usage error naming it).
-Without it -- ``colcon test`` on a ROS install, where rosdep installs the oracles that
-have a key (package.xml) and not the others -- a test whose oracle is missing is skipped,
-its reason naming the oracle and how to install it.  test/conftest.py wires this into
-pytest.
+The oracles: Pinocchio with the example-robot-data URDFs (test/oracle.py), MuJoCo,
+hypothesis and toppra; and two test tools treated the same way: rosbags (rbd_identify's bag
+reader, for its tests) and import-linter (the layer check).  ``scripts/test.sh`` (and
+so CI) sets ``RBD_REQUIRE_ORACLES=1``: every oracle must be there, and a missing one
+stops the run before any test (a usage error naming it).  Without it -- ``colcon
+test`` on a ROS install, where rosdep installs the oracles that have a key
+(package.xml) and not the others -- a test whose oracle is missing is skipped, its
+reason naming the oracle and how to install it.  test/conftest.py wires this into
+pytest; test/colcon_like.py runs the suite that way.
 """
 from __future__ import annotations
 
@@ -20,6 +22,12 @@ ORACLES = {
                           "EXAMPLE_ROBOT_DATA_DIR; no rosdep key)",
     "mujoco": "MuJoCo (pip install mujoco; no rosdep key)",
     "hypothesis": "hypothesis (rosdep key python3-hypothesis, or pip install hypothesis)",
+    "rosbags": "rosbags, rbd_identify's rosbag2 reader (pip install rosbags; no rosdep key)",
+    "importlinter": "import-linter, the import layer check (pip install import-linter; no rosdep key)",
+    "toppra": "toppra, the reference TOPP-RA for rbd.retime (pip install toppra; no rosdep key "
+              "but the pip-only python3-toppra-pip)",
+    # not an oracle: the core's friction QP solver, a pip dependency without a rosdep key
+    "daqp": "DAQP, the QP solver of contacts with friction (pip install daqp; no rosdep key)",
 }
 
 # test files that use an oracle only in a subprocess, so no import of theirs fails here

@@ -22,7 +22,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 
-from rbd_ros.demo.closed_loop import call_service
+from rbd_ros.demo.service_call import call_service
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARM_URDF = os.path.join(ROOT, "rbd_ros", "robots", "rbd_arm7.urdf")
@@ -54,6 +54,19 @@ def stamp_key(t: Time):
 # depend on the order (PERM[k] is the model index of request entry k)
 PERM = [4, 0, 6, 2, 1, 5, 3]
 PERM_NAMES = [ARM_JOINTS[i] for i in PERM]
+
+
+def process_children(pid: int) -> list:
+    """pids of process ``pid``'s children: /proc's ``children`` file lists a thread's own,
+    so every thread's are read ([] once the process is gone)."""
+    kids = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                kids += [int(x) for x in f.read().split()]
+    except OSError:
+        pass
+    return kids
 
 
 def read_arm_urdf() -> str:
@@ -96,11 +109,9 @@ class NodeProcess:
         return self.proc.poll() is None
 
     def children(self):
-        try:
-            with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
-                return [int(x) for x in f.read().split()]
-        except OSError:
-            return []
+        """pids of the node's child processes, whichever of its threads started them (the
+        service worker: a timer of the background executor)."""
+        return process_children(self.proc.pid)
 
     def stop(self, timeout=10.0):
         """SIGINT the node; it must exit and take its service worker with it."""

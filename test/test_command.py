@@ -2,6 +2,7 @@
 the desired-state merge, the fallback, friction and clamping -- against rbd_ros.core."""
 import array
 import dataclasses
+import logging
 import math
 
 import numpy as np
@@ -10,6 +11,9 @@ from core_util import ARM_JOINTS, random_tree_urdf
 
 import rbd_ros.core as rbd
 from rbd_ros.node import effort_law
+from rbd_ros.node.command import EffortCommand
+from rbd_ros.node.compensation import Compensation
+from rbd_ros.node.logs import Reporter
 from rbd_ros.node.model_build import build_robot
 from rbd_ros.node.params import Params
 from rbd_ros.robots import bundled_robot_path
@@ -31,9 +35,41 @@ def arm_urdf(dynamics=False, continuous=False):
     return text
 
 
+class Arm:
+    """A Robot with the terms the law runs in (compensation, command), as the node binds
+    them; other attributes are the Robot's."""
+
+    def __init__(self, rt):
+        self.rt = rt
+        report = Reporter(logging.getLogger("test"))
+        self.comp = Compensation(rt, report)
+        self.term = EffortCommand(rt, report)
+        self.term.link({"g": self.comp})
+        self.law, self.g = self.term.law, self.comp.g
+        self.cmd, self.ff = self.law.cmd, self.law.ff
+
+    def __getattr__(self, name):
+        return getattr(self.rt, name)
+
+    def compute(self):
+        """g(q) of the merged state (what the command law reads)."""
+        self.comp.compute(frozenset({"g"}), 0.0, 0.0)
+
+    def command(self, now, s):
+        return self.law.command(now, s, self.g)
+
+    def adopt_state(self, old):
+        """What a model swap carries over: the joint state and the command term's state."""
+        self.rt.adopt_state(old.rt)
+        self.term.adopt(old.term)
+
+    def buffer(self, part):
+        return self.term.buffer(part)
+
+
 def runtime(text=None, joints=(), floating_base=False, mimic=True):
-    return build_robot(text or arm_urdf(), floating_base=floating_base, mimic=mimic,
-                         gravity=[0.0, 0.0, -9.81], joints=joints, source="test")
+    return Arm(build_robot(text or arm_urdf(), floating_base=floating_base, mimic=mimic,
+                           gravity=[0.0, 0.0, -9.81], joints=joints, source="test"))
 
 
 def settings(rt, **kw):
@@ -54,7 +90,7 @@ def d(values):
 def measure(rt, names, q, v, now=0.0):
     st, _ = rt.update(list(names), d(q), d(v), now)
     assert st == "ok"
-    rt.compute(False, False)
+    rt.compute()
 
 
 def full_state(rt, names, q, v=None, a=None, base_q=None):
@@ -81,7 +117,7 @@ def test_computed_torque_is_h_times_commanded_acceleration_plus_bias():
         qd, vd, ad = rng.uniform(-1.5, 1.5, 7), rng.uniform(-1, 1, 7), rng.uniform(-2, 2, 7)
         measure(rt, ARM, q, v, 1.0)
         assert rt.law.set_desired(ARM, d(qd), d(vd), d(ad), 1.0) == (effort_law.DESIRED_OK, "")
-        nclamped, reason = rt.law.command(1.0, s)
+        nclamped, reason = rt.command(1.0, s)
         assert (nclamped, reason) == (0, None)
         a_cmd = ad + kp * (qd - q) + kd * (vd - v)
         # independent form: H(q) a + b(q, v) (CRBA + bias), and the RNEA form
@@ -98,11 +134,11 @@ def test_one_gain_value_applies_to_every_joint_and_zero_error_leaves_feedforward
     q, v, a = rng.uniform(-1, 1, 7), rng.uniform(-1, 1, 7), rng.uniform(-1, 1, 7)
     measure(rt, ARM, q, v)
     rt.law.set_desired(ARM, d(q + 0.01), d(v - 0.02), d(a), 0.0)
-    rt.law.command(0.0, s)
+    rt.command(0.0, s)
     assert rel(rt.cmd, rbd.rnea(rt.model, q, v, a + 50.0 * 0.01 + 7.0 * -0.02)) <= TOL
     # on the trajectory (e = 0): computed torque = RNEA(q, v, a_d) = the feed-forward
     rt.law.set_desired(ARM, d(q), d(v), d(a), 0.0)
-    rt.law.command(0.0, s)
+    rt.command(0.0, s)
     assert rt.law.feedforward(s)
     assert rel(rt.cmd, rt.ff) <= TOL
 
@@ -118,7 +154,7 @@ def test_feedforward_is_rnea_of_the_desired_state_and_gravity_is_g():
     assert rt.law.feedforward(s)
     ff = rbd.rnea(rt.model, qd, vd, ad)
     assert rel(rt.ff, ff) <= TOL
-    assert rt.law.command(0.0, s) == (0, None)
+    assert rt.command(0.0, s) == (0, None)
     assert rel(rt.cmd, ff) <= TOL
     # empty velocities / accelerations are zero
     rt.law.set_desired(ARM, d(qd), d([]), d([]), 0.0)
@@ -126,7 +162,7 @@ def test_feedforward_is_rnea_of_the_desired_state_and_gravity_is_g():
     assert rel(rt.ff, rbd.gravity(rt.model, qd)) <= TOL
     # gravity mode: g(q) at the measured q, whatever the desired state
     s = settings(rt, command_mode="gravity", clamp_effort=False)
-    assert rt.law.command(0.0, s) == (0, None)
+    assert rt.command(0.0, s) == (0, None)
     assert rel(rt.cmd, rbd.gravity(rt.model, q)) <= TOL
     # the same buffers every time (the messages share them)
     assert np.shares_memory(rt.cmd, np.frombuffer(rt.buffer("cmd"))) and rt.law.cmd is rt.cmd
@@ -149,10 +185,10 @@ def test_friction_adds_exactly_rbd_friction_at_the_right_velocity():
              + rbd.friction(model, v, velocity_eps=eps))):
         s = settings(rt, command_mode=mode, command_friction=True, kp=(30.0,), kd=(4.0,), **base)
         rt.law.set_desired(ARM, d(qd), d(vd), d(ad), 0.0)
-        assert rt.law.command(0.0, s) == (0, None)
+        assert rt.command(0.0, s) == (0, None)
         assert rel(rt.cmd, expected) <= TOL, mode
         s_off = settings(rt, command_mode=mode, command_friction=False, kp=(30.0,), kd=(4.0,), **base)
-        rt.law.command(0.0, s_off)
+        rt.command(0.0, s_off)
         assert np.min(np.abs(expected - rt.cmd)) > 1e-3, mode  # the term is really there
     # ~/feedforward_torques carries friction at qd_d when command_friction is on
     s = settings(rt, command_mode="gravity", command_friction=True, **base)
@@ -176,21 +212,21 @@ def test_missing_or_stale_desired_state_falls_back_to_the_damped_hold_and_recove
         rt.law.clear_desired()
         s = settings(rt, command_mode=mode, kp=(40.0,), kd=(5.0,), hold_damping=tuple(hold),
                      max_desired_age=0.1, clamp_effort=False, command_friction=True)
-        assert rt.law.command(10.0, s) == (0, effort_law.FALLBACK_MISSING)
+        assert rt.command(10.0, s) == (0, effort_law.FALLBACK_MISSING)
         assert rel(rt.cmd, g - hold * v) <= TOL   # no friction term in the hold
         rt.law.set_desired(ARM, d(q + 0.1), d(v), d(np.zeros(7)), 10.0)
-        assert rt.law.command(10.05, s)[1] is None
+        assert rt.command(10.05, s)[1] is None
         assert rel(rt.cmd, g - hold * v) > 1e-3
-        assert rt.law.command(10.1 + 1e-6, s) == (0, effort_law.FALLBACK_STALE)
+        assert rt.command(10.1 + 1e-6, s) == (0, effort_law.FALLBACK_STALE)
         assert rel(rt.cmd, g - hold * v) <= TOL
         rt.law.set_desired(ARM, d(q + 0.1), d(v), d(np.zeros(7)), 11.0)  # fresh again
-        assert rt.law.command(11.0, s)[1] is None
+        assert rt.command(11.0, s)[1] is None
         # max_desired_age 0: never stale
         s = settings(rt, command_mode=mode, kp=(40.0,), kd=(5.0,), max_desired_age=0.0)
-        assert rt.law.command(1e6, s)[1] is None
+        assert rt.command(1e6, s)[1] is None
     s = settings(rt, command_mode="gravity", max_desired_age=0.1)
     rt.law.clear_desired()
-    assert rt.law.command(100.0, s) == (0, None)  # gravity needs no desired state
+    assert rt.command(100.0, s) == (0, None)  # gravity needs no desired state
 
 
 def test_clamping_to_urdf_limits_or_the_parameter_and_counting():
@@ -206,26 +242,26 @@ def test_clamping_to_urdf_limits_or_the_parameter_and_counting():
     raw = rbd.rnea(rt.model, q, v, 1000.0 * (qd - q))
     over = np.abs(raw) > limit
     assert over[1] and over.sum() >= 1
-    nclamped, _ = rt.law.command(0.0, s)
+    nclamped, _ = rt.command(0.0, s)
     assert nclamped == over.sum()
     assert np.array_equal(rt.cmd, np.clip(raw, -limit, limit))
     assert rt.cmd[1] == math.copysign(87.0, raw[1])
     # clamp_effort off: the raw command
     s = settings(rt, command_mode="computed_torque", kp=(1000.0,), kd=(10.0,), clamp_effort=False)
-    assert rt.law.command(0.0, s)[0] == 0
+    assert rt.command(0.0, s)[0] == 0
     assert rel(rt.cmd, raw) <= TOL
     # effort_limits overrides the URDF (inf: no limit on that joint)
     lim = (5.0, np.inf, 5.0, 5.0, 1.0, 1.0, 1.0)
     s = settings(rt, command_mode="computed_torque", kp=(1000.0,), kd=(10.0,), effort_limits=lim)
     assert s.limit_source == "parameter effort_limits"
-    nclamped, _ = rt.law.command(0.0, s)
+    nclamped, _ = rt.command(0.0, s)
     assert np.array_equal(rt.cmd, np.clip(raw, -np.array(lim), np.array(lim)))
     assert rt.cmd[1] == raw[1] and nclamped == int(np.sum(np.abs(raw) > np.array(lim)))
     # the fallback is clamped too
     s = settings(rt, command_mode="computed_torque", kp=(1.0,), kd=(1.0,), effort_limits=(0.5,),
                  max_desired_age=0.1)
     rt.law.clear_desired()
-    n, reason = rt.law.command(0.0, s)
+    n, reason = rt.command(0.0, s)
     g = rbd.gravity(rt.model, q)
     assert reason == effort_law.FALLBACK_MISSING and n == int(np.sum(np.abs(g) > 0.5))
     assert np.array_equal(rt.cmd, np.clip(g, -0.5, 0.5))
@@ -239,7 +275,7 @@ def test_bad_desired_states_change_nothing():
     s = settings(rt, command_mode="computed_torque", kp=(20.0,), kd=(3.0,), clamp_effort=False)
     qd, vd, ad = rng.uniform(-1, 1, 7), rng.uniform(-1, 1, 7), rng.uniform(-1, 1, 7)
     assert rt.law.set_desired(ARM, d(qd), d(vd), d(ad), 5.0)[0] == effort_law.DESIRED_OK
-    rt.law.command(5.0, s)
+    rt.command(5.0, s)
     good = rt.cmd.copy()
     saved = (rt.law.qd.copy(), rt.law.vd.copy(), rt.law.ad.copy(), rt.law.named.copy())
     nan = list(qd)
@@ -263,7 +299,7 @@ def test_bad_desired_states_change_nothing():
         for a, b in zip(saved, (rt.law.qd, rt.law.vd, rt.law.ad, rt.law.named)):
             assert np.array_equal(a, b)
         assert rt.law.desired_time == 5.0
-        rt.law.command(5.0, s)
+        rt.command(5.0, s)
         assert np.array_equal(rt.cmd, good)
 
 
@@ -293,7 +329,7 @@ def test_subset_of_joints_mimic_and_planar_dofs_by_name():
         i = rt.dof_index[nm]
         qf[rt.dof_q[i]], vf[rt.dof_v[i]], af[rt.dof_v[i]] = qd[k], vd[k], ad[k]
     assert rel(rt.ff, rbd.rnea(rt.model, qf, vf, af)[rt.out_v]) <= TOL
-    rt.law.command(0.0, s)
+    rt.command(0.0, s)
     a_cmd = af.copy()
     for nm in out:
         i = rt.dof_index[nm]
@@ -313,7 +349,7 @@ def test_floating_base_stays_at_the_origin_at_rest():
     qd, vd, ad = rng.uniform(-1, 1, 7), rng.uniform(-1, 1, 7), rng.uniform(-1, 1, 7)
     rt.law.set_desired(ARM, d(qd), d(vd), d(ad), 0.0)
     s = settings(rt, command_mode="computed_torque", kp=(9.0,), kd=(2.0,), clamp_effort=False)
-    rt.law.command(0.0, s)
+    rt.command(0.0, s)
     qm, vm, _ = full_state(rt, ARM, q, v)
     _, _, a = full_state(rt, ARM, qd, vd, ad + 9.0 * (qd - q) + 2.0 * (vd - v))
     assert np.array_equal(qm[:7], [0, 0, 0, 0, 0, 0, 1]) and not vm[:6].any() and not a[:6].any()
@@ -333,7 +369,7 @@ def test_continuous_joint_error_is_not_wrapped():
     qd[0] = -3.1   # 0.083 rad away through +-pi, 6.2 rad by subtraction
     rt.law.set_desired(ARM, d(qd), d([]), d([]), 0.0)
     s = settings(rt, command_mode="computed_torque", kp=(10.0,), kd=(0.0,), clamp_effort=False)
-    rt.law.command(0.0, s)
+    rt.command(0.0, s)
     assert rel(rt.cmd, rbd.rnea(rt.model, q, v, 10.0 * (qd - q))) <= TOL
 
 
@@ -377,8 +413,8 @@ def test_a_new_model_keeps_the_desired_state_when_it_names_the_new_outputs():
     rt2.adopt_state(rt1)
     assert rt2.law.desired_time == 3.0
     s = settings(rt2, command_mode="computed_torque", kp=(10.0, 20.0), kd=(1.0, 2.0), clamp_effort=False)
-    rt2.compute(False, False)
-    assert rt2.law.command(3.0, s) == (0, None)
+    rt2.compute()
+    assert rt2.command(3.0, s) == (0, None)
     a = ad.copy()
     a[[5, 2]] += np.array([10.0, 20.0]) * (qd - q)[[5, 2]] + np.array([1.0, 2.0]) * (vd - v)[[5, 2]]
     assert rel(rt2.cmd, rbd.rnea(rt2.model, q, v, a)[[5, 2]]) <= TOL
@@ -390,5 +426,5 @@ def test_a_new_model_keeps_the_desired_state_when_it_names_the_new_outputs():
     rt4.adopt_state(rt3)
     assert rt4.law.desired_time == -math.inf
     s = settings(rt4, command_mode="feedforward")
-    rt4.compute(False, False)
-    assert rt4.law.command(4.0, s)[1] == effort_law.FALLBACK_MISSING
+    rt4.compute()
+    assert rt4.command(4.0, s)[1] == effort_law.FALLBACK_MISSING

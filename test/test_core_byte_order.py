@@ -30,8 +30,8 @@ if foreign:     # foreign numba code sees an unaligned float64 array of every nd
         raw = bytearray(b"\0" + np.zeros(shape).tobytes())
         f(np.frombuffer(raw, np.float64, offset=1).reshape(shape))
 import rbd_ros.core as rbd
-from rbd_ros.core import api
-from rbd_ros.core.registry import ALGORITHMS
+from rbd_ros.core.calls import checked
+from rbd_ros.core.calls.registry import ALGORITHMS
 from core_util import random_state, random_tree_urdf
 from test_core_registry import odd_forms
 
@@ -73,7 +73,7 @@ for kind in kinds:
     rbd.compensation_into(m, odd_forms(q)[kind], odd_forms(v)[kind], dofs, g1)
     if not np.array_equal(g0, g1):
         bad.append(f"compensation_into {kind}")
-print(json.dumps({"bad": bad, "safe": api.BYTE_ORDER_SAFE}))
+print(json.dumps({"bad": bad, "safe": checked.BYTE_ORDER_SAFE}))
 """
 
 

@@ -6,9 +6,9 @@ import pytest
 from core_util import integrate, random_state, random_tree_urdf, rel_err
 
 import rbd_ros.core as rbd
-from rbd_ros.core.reference.jcalc import x_up
-from rbd_ros.core.reference.rnea import world_transforms
-from rbd_ros.core.reference.tree import bodies as ref_bodies
+from rbd_ros.core.algorithms.reference.jcalc import x_up
+from rbd_ros.core.algorithms.reference.rnea import world_transforms
+from rbd_ros.core.algorithms.reference.tree import bodies as ref_bodies
 
 TOL = 1e-9
 

@@ -30,7 +30,7 @@ mujoco = pytest.importorskip("mujoco", reason="MuJoCo closed loop: pip install '
 import os  # noqa: E402
 
 import rbd_ros.core as rbd  # noqa: E402
-from rbd_ros.core.observer import OK, MomentumObserver  # noqa: E402
+from rbd_ros.core.estimation.observer import OK, MomentumObserver  # noqa: E402
 from rbd_ros.sim.mujoco_model import JointMap, load_urdf, wrench_at_com  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

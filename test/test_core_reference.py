@@ -1,4 +1,4 @@
-"""The compiled kernels against the readable reference (rbd_ros.core.reference):
+"""The compiled kernels against the readable reference (rbd_ros.core.algorithms.reference):
 a second oracle that needs no Pinocchio, on random trees with every joint type,
 fixed and floating base, mimic joints on and off, external forces in both frames."""
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 from core_util import random_state, random_tree_urdf, rel_err
 
 import rbd_ros.core as rbd
-from rbd_ros.core import reference as ref
+from rbd_ros.core.algorithms import reference as ref
 
 TOL = 1e-9
 ALL_TYPES = ("revolute", "continuous", "prismatic", "fixed", "planar", "floating")
@@ -150,10 +150,10 @@ def test_reference_identities(model):
 
 def test_reference_local_and_world_wrench_agree(model):
     """A local wrench and its world-frame equivalent give the same torques."""
-    from rbd_ros.core.reference.jcalc import x_up
-    from rbd_ros.core.reference.rnea import world_transforms
-    from rbd_ros.core.reference.spatial import plux
-    from rbd_ros.core.reference.tree import bodies
+    from rbd_ros.core.algorithms.reference.jcalc import x_up
+    from rbd_ros.core.algorithms.reference.rnea import world_transforms
+    from rbd_ros.core.algorithms.reference.spatial import plux
+    from rbd_ros.core.algorithms.reference.tree import bodies
     q, v, a = states(model, 1)[0]
     tree = bodies(model)
     X0 = world_transforms(tree, [x_up(b, q) for b in tree])
@@ -207,7 +207,7 @@ MASSLESS_FREE_MIMIC = dict(seed=26, n_joints=10, types=ALL_TYPES, mimic=3, massl
 
 
 def _massless_free_mimic_model():
-    from rbd_ros.core.reference.tree import bodies
+    from rbd_ros.core.algorithms.reference.tree import bodies
     m = rbd.Model.from_urdf(random_tree_urdf(**MASSLESS_FREE_MIMIC), floating_base=True)
     root = bodies(m)[0]
     assert m.mimic_joints and root.jtype == "free" and root.I[3, 3] == 0.0

@@ -1,4 +1,4 @@
-"""Every registered algorithm (rbd_ros.core.registry) against its contract, by
+"""Every registered algorithm (rbd_ros.core.calls.registry) against its contract, by
 parametrisation over the registry: a new entry is tested here without a line
 of test code of its own (its oracle test against Pinocchio is its own).
 
@@ -14,8 +14,9 @@ import pytest
 from core_util import random_state, random_tree_urdf, rel_err
 
 import rbd_ros.core as rbd
-from rbd_ros.core import api, layout
-from rbd_ros.core.registry import ALGORITHMS
+from rbd_ros.core.algorithms import layout
+from rbd_ros.core.calls import checked
+from rbd_ros.core.calls.registry import ALGORITHMS
 
 TOL = 1e-9
 ENTRIES = [pytest.param(e, id=e.name) for e in ALGORITHMS]
@@ -85,7 +86,7 @@ def test_into_form_equals_public_function(e, model):
 @pytest.mark.parametrize("e", ENTRIES)
 def test_batches_equal_single_calls(e, model):
     rng = np.random.default_rng(3)
-    for N in (3, 40):       # 40: more rows than one thread takes (api.MIN_ROWS_PER_THREAD)
+    for N in (3, 40):       # 40: more rows than one thread takes (checked.MIN_ROWS_PER_THREAD)
         args = inputs(e, model, rng, N)
         got = call(e, model, args)
         assert got.shape == (N,) + e.out_shape(model)
@@ -164,7 +165,7 @@ def test_kernel_writes_only_its_declared_regions(e, model):
     ws = model.workspace()
     md_before = model.md_k.copy()
     out = np.empty(e.out_shape(model))
-    extra = api.option_args(e, model, tuple(options(e, model).values())) if e.options else e.fast_extra
+    extra = checked.option_args(e, model, tuple(options(e, model).values())) if e.options else e.fast_extra
     calls = [lambda: e.kernel(model.md_k, ws, *args, *extra, out)]
     if e.fext:
         fe = rng.normal(size=(model.nbodies, 6))

@@ -6,6 +6,7 @@ link's frame placement; the armature goes into ``pin_model.armature`` (0 on
 mimic joints, whose master's value is the DOF's).  Friction is checked by
 its formula, limits against the URDF read here with xml.etree.
 """
+import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -463,3 +464,17 @@ def test_continuous_joint_has_no_position_limit_and_zero_means_none():
 def test_random_tree_case_has_mimic_joints():
     """The random tree above exercises mimic joints (their armature is the master's)."""
     assert rbd.Model.from_urdf(RANDOM_URDF).mimic_joints
+
+
+def test_mimic_joint_dynamics_fold_into_the_master():
+    text = orc.robot_text("panda")
+    text = re.sub(r'(<joint name="panda_finger_joint2".*?)<dynamics[^>]*/>',
+                  r'\1<dynamics damping="0.5" friction="0.2"/>', text, count=1, flags=re.S)
+    m = rbd.Model.from_urdf(text)
+    free = rbd.Model.from_urdf(text, mimic=False)     # the mimic joint a DOF of its own: its own terms
+    mult = m.mimic_joints["panda_finger_joint2"][1]
+    k, k1, k2 = m.v_index("panda_finger_joint1"), free.v_index("panda_finger_joint1"), \
+        free.v_index("panda_finger_joint2")
+    assert free.damping[k2] == 0.5 and free.friction[k2] == 0.2
+    assert m.damping[k] == pytest.approx(free.damping[k1] + mult ** 2 * 0.5)
+    assert m.friction[k] == pytest.approx(free.friction[k1] + abs(mult) * 0.2)

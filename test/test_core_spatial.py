@@ -1,26 +1,26 @@
 """Unit tests of the compiled building blocks against their 6x6 forms
-(rbd_ros.core.reference.spatial / jcalc): spatial primitives, joint
+(rbd_ros.core.algorithms.reference.spatial / jcalc): spatial primitives, joint
 transforms (and the X_i every kernel leaves in its workspace through the one
 joint dispatch, common.jcalc), the LᵀDL elimination tree, Model.with_gravity,
 the workspace layout and its per-body views, and the workspace views of
-rbd_ros.core.inspect."""
+rbd_ros.core.calls.inspect."""
 import numpy as np
 import pytest
 from core_util import random_state, random_tree_urdf, rel_err
 from numba import njit
 
 import rbd_ros.core as rbd
-from rbd_ros.core import joints, layout, spatial
-from rbd_ros.core import reference as ref
+from rbd_ros.core.algorithms import joints, layout, spatial
+from rbd_ros.core.algorithms import reference as ref
 from rbd_ros.core.algorithms.common import joint_transform
-from rbd_ros.core.builder import dof_elimination_tree
-from rbd_ros.core.inspect import workspace_views
-from rbd_ros.core.reference import spatial as S6
-from rbd_ros.core.reference.crba import composite_inertias
-from rbd_ros.core.reference.jcalc import x_up
-from rbd_ros.core.reference.ltdl import elimination_tree, h_pattern
-from rbd_ros.core.reference.rnea import id_sweeps, world_transforms
-from rbd_ros.core.reference.tree import bodies
+from rbd_ros.core.algorithms.reference import spatial as S6
+from rbd_ros.core.algorithms.reference.crba import composite_inertias
+from rbd_ros.core.algorithms.reference.jcalc import x_up
+from rbd_ros.core.algorithms.reference.ltdl import elimination_tree, h_pattern
+from rbd_ros.core.algorithms.reference.rnea import id_sweeps, world_transforms
+from rbd_ros.core.algorithms.reference.tree import bodies
+from rbd_ros.core.calls.inspect import workspace_views
+from rbd_ros.core.model.builder import dof_elimination_tree
 
 TOL = 1e-12
 SENTINEL = 7.25

@@ -13,8 +13,9 @@ import pytest
 from core_util import random_tree_urdf
 
 import rbd_ros.core as rbd
-from rbd_ros.core import builder, layout
-from rbd_ros.core.tree import KinematicTree
+from rbd_ros.core.algorithms import layout
+from rbd_ros.core.model import builder
+from rbd_ros.core.model.tree import KinematicTree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -10,12 +10,12 @@ from core_util import random_tree_urdf, rel_err
 from urdf_parser_py import urdf as up
 
 import rbd_ros.core as rbd
-from rbd_ros.core import inertial as ine
-from rbd_ros.core import regression as reg
-from rbd_ros.core.excitation import excitation_trajectory
-from rbd_ros.core.identification import ExcitationError, identify
-from rbd_ros.core.payload_identification import identify_payload
-from rbd_ros.core.urdf_write import identified_urdf
+from rbd_ros.core.estimation import regression as reg
+from rbd_ros.core.estimation.excitation import excitation_trajectory
+from rbd_ros.core.estimation.identification import ExcitationError, identify
+from rbd_ros.core.estimation.payload_identification import identify_payload
+from rbd_ros.core.model import inertial as ine
+from rbd_ros.core.model.urdf_write import identified_urdf
 from rbd_ros.robots import bundled_robot_path
 
 ARM_URDF = bundled_robot_path("rbd_arm7")  # the nominal arm (ident_sim's, without MuJoCo)
@@ -113,8 +113,144 @@ def test_too_little_excitation_is_refused(arm, data):
     still[:, 4:] = tr.q[0, 4:]          # wrist joints never move
     v, a = tr.v.copy(), tr.a.copy()
     v[:, 4:] = a[:, 4:] = 0.0
+    # counted as moving (min_moving_fraction=0), their columns are zero: the condition number says so
     with pytest.raises(ExcitationError, match="condition number"):
-        identify(arm, still, v, a, tau, friction=False, max_condition=1e3)
+        identify(arm, still, v, a, tau, friction=False, max_condition=1e3, min_moving_fraction=0.0)
+    # strict: refused, naming them
+    with pytest.raises(ExcitationError, match=r"joints \['joint5', 'joint6', 'joint7'\] do not move .* 0 %, 0 %, 0 %"):
+        identify(arm, still, v, a, tau, strict=True)
+    for bad in (1.5, None, float("nan")):
+        with pytest.raises(ValueError, match="min_moving_fraction"):
+            identify(arm, still, v, a, tau, min_moving_fraction=bad)
+    # a robot at rest: nothing to identify
+    with pytest.raises(ExcitationError, match="no joint moves"):
+        identify(arm, np.tile(tr.q[0], (200, 1)), np.zeros((200, 7)), np.zeros((200, 7)), tau[:200])
+
+
+# ------------------------------------------------------------------ joints that do not move
+
+def _element(text, tag, name):
+    """The text of the URDF element <tag name="name" ...>...</tag>."""
+    import re
+    m = re.search(rf'<{tag} name="{re.escape(name)}"[ >].*?</{tag}>', text, flags=re.S)
+    assert m, (tag, name)
+    return m.group(0)
+
+
+def _held(model, truth, still_joints, seconds, seed, brake=4.0):
+    """An excitation of ``model`` with the joints ``still_joints`` held at their centre: q, v, a
+    and the true robot's torques with noise (0.02), plus ``brake`` on the held joints (their
+    torque is not the model's: a brake or stiction holds them)."""
+    tr = excitation_trajectory(model, seconds, maxiter=0, seed=seed)
+    j = [model.v_index(n) for n in still_joints]
+    q, v, a = tr.q.copy(), tr.v.copy(), tr.a.copy()
+    q[:, j], v[:, j], a[:, j] = tr.center[j], 0.0, 0.0
+    tau = rbd.rnea(truth, q, v, a) + rbd.friction(truth, v, EPS)
+    tau[:, j] += brake
+    return q, v, a, tau + np.random.default_rng(seed).normal(scale=0.02, size=tau.shape)
+
+
+def _check_still_identification(model0, truth, still_joints, text, mimic=True):
+    """identify on a recording with ``still_joints`` held: the moving part equals the truth, the
+    held part keeps the URDF's values, the report says so, and the write-back reloads to the
+    identified model with the held joints' and kept links' elements unchanged."""
+    q, v, a, tau = _held(model0, truth, still_joints, 20.0, seed=1)
+    with pytest.raises(ExcitationError, match="do not move"):
+        identify(model0, q, v, a, tau, velocity_eps=EPS, strict=True)
+    model, rep = identify(model0, q, v, a, tau, velocity_eps=EPS, max_condition=1e3)
+    held = [model0.v_index(n) for n in still_joints]
+    moving = np.setdiff1d(np.arange(model0.nv), held)
+    names = ine.body_link_names(model0)
+    kept = [i for i in range(model0.nbodies) if model0.tree.v_index[i] in held]
+    assert rep.still_dofs == list(still_joints) and sorted(rep.kept_bodies) == kept
+    assert set(rep.identified_bodies).isdisjoint(kept)
+    assert np.all(rep.rows_used[held] == 0) and np.all(rep.rows_used[moving] > 0)
+    lines = rep.not_identified()
+    assert len(lines) == len(still_joints) + len(kept)
+    summary = rep.summary()
+    for n in still_joints:
+        assert f"joint {n}: still" in summary
+    for i in kept:
+        assert f"body {names[i]}: moved only by still joints" in summary
+    # what moves is the truth's: torques on another recording held the same way, friction
+    q2, v2, a2, _ = _held(model0, truth, still_joints, 8.0, seed=5)
+    true_tau = rbd.rnea(truth, q2, v2, a2) + rbd.friction(truth, v2, EPS)
+    err = (rbd.rnea(model, q2, v2, a2) + rbd.friction(model, v2, EPS) - true_tau)[:, moving]
+    err0 = (rbd.rnea(model0, q2, v2, a2) + rbd.friction(model0, v2, EPS) - true_tau)[:, moving]
+    assert np.sqrt(np.mean(err ** 2)) <= np.sqrt(np.mean(err0 ** 2)) / 50
+    assert np.allclose(model.friction[moving], truth.friction[moving], rtol=0.05, atol=0.01)
+    assert np.allclose(model.damping[moving], truth.damping[moving], rtol=0.1, atol=0.01)
+    # what is held keeps the URDF's values exactly (friction, armature; the bodies only it moves)
+    for x, x0 in ((model.friction, model0.friction), (model.damping, model0.damping),
+                  (model.armature, model0.armature)):
+        assert np.array_equal(x[held], x0[held])
+    P, P0 = ine.inertial_parameters(model), ine.inertial_parameters(model0)
+    assert np.array_equal(P[kept], P0[kept])
+    assert np.all(ine.consistency_margin(P) >= -1e-10)
+    # the write-back: reloads to the identified model; the held joints' and kept links' text untouched
+    moving_joints = [n for n in model0.joint_names if n not in still_joints]
+    out, _ = identified_urdf(text, model, bodies=rep.identified_bodies, dynamics=True, joints=moving_joints)
+    back = rbd.Model.from_urdf(out, mimic=mimic)
+    assert rel_err(ine.inertial_parameters(back), P) <= 1e-10
+    assert np.allclose(back.friction, model.friction, rtol=1e-11) and np.allclose(back.damping, model.damping,
+                                                                                  rtol=1e-11)
+    for n in still_joints:
+        assert _element(out, "joint", n) == _element(text, "joint", n)
+    for i in kept:
+        assert _element(out, "link", names[i]) == _element(text, "link", names[i])
+    assert _element(out, "link", names[rep.identified_bodies[-1]]) != _element(text, "link",
+                                                                               names[rep.identified_bodies[-1]])
+    return rep
+
+
+@pytest.mark.parametrize("lock", ["joint4", "joint7"])
+def test_a_locked_joint_keeps_its_urdf_values_and_the_rest_is_identified(arm, lock):
+    """The bundled arm with one joint locked (a brake holds it): issue 22, item 5."""
+    rep = _check_still_identification(arm, perturbed(arm, 2), [lock], open(ARM_URDF).read())
+    assert [ine.body_link_names(arm)[i] for i in rep.kept_bodies] == ["link" + lock[-1]]
+
+
+def test_a_still_joints_torque_is_never_fitted(arm):
+    """Without friction in the model no row is left out for being slow: a held joint's rows
+    (here a brake's 4 N m) are left out all the same, so the fit is the truth's."""
+    truth = perturbed(arm, 3, friction=False)
+    q, v, a, tau = _held(arm, truth, ["joint4"], 12.0, seed=2)
+    model, rep = identify(arm, q, v, a, tau, friction=False, armature=False, max_condition=1e3)
+    assert rep.rows_used[3] == 0 and np.all(rep.rows_used[np.arange(7) != 3] == len(q))
+    assert np.all(np.delete(rep.rms_after, 3) <= 1.1 * 0.02)
+    q2, v2, a2, _ = _held(arm, truth, ["joint4"], 6.0, seed=6)
+    err = np.delete(rbd.rnea(model, q2, v2, a2) - rbd.rnea(truth, q2, v2, a2), 3, axis=1)
+    assert np.sqrt(np.mean(err ** 2)) <= 0.01
+
+
+@pytest.mark.parametrize("mimic", [False, True])
+def test_panda_with_still_fingers_is_identified(mimic):
+    """The panda (example-robot-data) recorded with its gripper fingers still: identified by
+    default, the fingers keep their URDF values (issue 22, item 5).  ``mimic=False``: both
+    finger joints are DOFs; True: the second mimics the first."""
+    text = open(orc.robot_urdf("panda")).read()
+    panda = rbd.Model.from_urdf(text, mimic=mimic)
+    fingers = [n for n in panda.joint_names if "finger" in n]
+    assert len(fingers) == (1 if mimic else 2)
+    rep = _check_still_identification(panda, perturbed(panda, 2), fingers, text, mimic=mimic)
+    assert {ine.body_link_names(panda)[i] for i in rep.kept_bodies} == {"panda_leftfinger", "panda_rightfinger"}
+
+
+def test_base_parameters_of_data_with_a_still_joint(arm):
+    """With joint4 held, link4 cannot be told from link3: base parameters of such data, and a
+    sentinel (held nowhere: the ordinary base parameters)."""
+    still = np.zeros(7, bool)
+    still[3] = True
+    p = reg.n_parameters(arm)
+    free = np.arange(10 * arm.nbodies)
+    full = reg.base_parameters(arm, free=free)
+    held = reg.base_parameters(arm, free=free, still=still, q_still=np.full(7, 0.3))
+    assert held.rank < full.rank
+    assert reg.base_parameters(arm, free=free, still=np.zeros(7, bool), q_still=None).rank == full.rank
+    # with link4's 10 parameters out of the fit the rank left is that of the held data
+    rest = np.setdiff1d(free, np.arange(30, 40))
+    assert reg.base_parameters(arm, free=rest, still=still, q_still=np.full(7, 0.3)).rank == held.rank
+    assert p == 10 * arm.nbodies + 3 * 7
 
 
 def test_bad_arguments_name_the_field(arm, data):

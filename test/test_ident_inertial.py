@@ -5,7 +5,7 @@ import pytest
 from core_util import random_state, random_tree_urdf, rel_err
 
 import rbd_ros.core as rbd
-from rbd_ros.core import inertial as ine
+from rbd_ros.core.model import inertial as ine
 from rbd_ros.robots import bundled_robot_path
 
 ARM_URDF = bundled_robot_path("rbd_arm7")  # the nominal arm (ident_sim's, without MuJoCo)
@@ -37,7 +37,7 @@ def test_new_parameters_change_the_dynamics_exactly(arm):
     m2 = ine.with_inertial_parameters(arm, P2)
     assert np.array_equal(ine.inertial_parameters(m2), P2)
     assert m2.mass == pytest.approx(arm.mass - P[3, 0] + 5.0, rel=1e-14)
-    from rbd_ros.core.reference.regressor import regressor
+    from rbd_ros.core.algorithms.reference.regressor import regressor
     q, v, a = random_state(arm, np.random.default_rng(1))
     assert rel_err(rbd.rnea(m2, q, v, a), regressor(arm, q, v, a) @ P2.ravel()) <= 1e-12
 

@@ -21,8 +21,8 @@ import pytest
 from ident_sim import ARM_URDF, PAYLOAD, gravity_mujoco, simulate, true_robot
 
 import rbd_ros.core as rbd
-from rbd_ros.core import inertial as ine
-from rbd_ros.core.excitation import excitation_trajectory
+from rbd_ros.core.estimation.excitation import excitation_trajectory
+from rbd_ros.core.model import inertial as ine
 from rbd_ros.tools import identify as cli
 from rbd_ros.tools.recording import prepare, write_joint_states_bag
 

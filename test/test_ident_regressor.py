@@ -10,9 +10,9 @@ import pytest
 from core_util import random_state, random_tree_urdf, rel_err
 
 import rbd_ros.core as rbd
-from rbd_ros.core import inertial as ine
-from rbd_ros.core.reference.regressor import body_parameters, parameter_vector, regressor, regressor_batch
-from rbd_ros.core.reference.tree import bodies
+from rbd_ros.core.algorithms.reference.regressor import body_parameters, parameter_vector, regressor, regressor_batch
+from rbd_ros.core.algorithms.reference.tree import bodies
+from rbd_ros.core.model import inertial as ine
 
 TOL = 1e-10
 IMPLS = {"kernel": (rbd.regressor, rbd.regressor), "twin": (regressor, regressor_batch)}

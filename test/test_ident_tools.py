@@ -1,16 +1,23 @@
 """rbd_ros.tools: rosbag2 joint states (sqlite3 and MCAP, written and read
 with rosbags), the zero-phase preprocessing, and rbd_identify's errors."""
 import os
+import re
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+from rbd_ros.core import friction as friction_torque
+from rbd_ros.core import gravity, rnea
+from rbd_ros.core.estimation.excitation import excitation_trajectory
+from rbd_ros.core.model import inertial as ine
+from rbd_ros.core.model.model import Model
 from rbd_ros.robots import bundled_robot_path
 from rbd_ros.tools import identify as cli
 from rbd_ros.tools.recording import RecordingError, prepare, read_joint_states, write_joint_states_bag
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARM_URDF = bundled_robot_path("rbd_arm7")  # the nominal arm (ident_sim's, without MuJoCo)
 
 NAMES = [f"joint{i}" for i in range(1, 8)]
@@ -96,19 +103,72 @@ def test_cli_errors(tmp_path, capsys):
     assert rc == 2 and "none.urdf" in err
 
 
-def test_cli_refuses_too_little_excitation(tmp_path, capsys):
-    """Slow sines of three joints (the others still): the base regressor is singular."""
-    t, q, v, _, tau = _signals(20000)
-    q[:, 3:], v[:, 3:] = 0.5, 0.0
-    write_joint_states_bag(tmp_path / "still", t, NAMES, q, v, tau)
-    rc, _, err = _run(capsys, tmp_path / "still", "--urdf", ARM_URDF)
-    assert rc == 2 and "too little excitation: joints ['joint4', 'joint5', 'joint6', 'joint7'] never move" in err
-    rc, _, err = _run(capsys, tmp_path / "still", "--urdf", ARM_URDF, "--no-friction")
+@pytest.fixture(scope="module")
+def locked_bag(tmp_path_factory):
+    """A 24 s recording at 500 Hz of a "true" arm (every body's parameters scaled by 0.7-1.3,
+    friction) moving with joint5 locked (a brake adds 3 N m there): (bag, truth, nominal,
+    joint5's position)."""
+    nominal = Model.from_urdf(ARM_URDF)
+    rng = np.random.default_rng(9)
+    P = ine.inertial_parameters(nominal) * rng.uniform(0.7, 1.3, (nominal.nbodies, 1))
+    truth = ine._rebuilt(nominal, P, damping=rng.uniform(0.1, 0.5, 7), friction=rng.uniform(0.2, 1.0, 7))
+    tr = excitation_trajectory(nominal, 24.0, maxiter=0, seed=3)
+    q, v, a = tr.q[::2].copy(), tr.v[::2].copy(), tr.a[::2].copy()
+    q[:, 4], v[:, 4], a[:, 4] = tr.center[4], 0.0, 0.0
+    tau = rnea(truth, q, v, a) + friction_torque(truth, v, 0.01)
+    tau[:, 4] += 3.0
+    bag = tmp_path_factory.mktemp("locked") / "bag"
+    write_joint_states_bag(bag, tr.t[::2], NAMES, q, v, tau)
+    return bag, truth, nominal, tr.center[4]
+
+
+def test_cli_identifies_a_recording_with_a_locked_joint(tmp_path, capsys, locked_bag):
+    """Issue 22, item 5: a locked joint does not stop rbd_identify; it keeps the URDF's values,
+    the output says which and why, the write-back leaves its elements alone, and what moves is
+    the true robot's."""
+    bag, truth, nominal, q5 = locked_bag
+    out = tmp_path / "identified.urdf"
+    rc, stdout, err = _run(capsys, bag, "--urdf", ARM_URDF, "--out", out)
+    assert rc == 0, err
+    assert "joint joint5: still (faster than coulomb_min_velocity = 0.05 in 0 % of the samples" in stdout
+    assert "body link5: moved only by still joints" in stdout
+    assert re.search(r"joint5 .*\(still: not fitted\)", stdout)
+    text, new = open(ARM_URDF).read(), out.read_text()
+    for tag, name in (("joint", "joint5"), ("link", "link5")):
+        pat = rf'<{tag} name="{name}"[ >].*?</{tag}>'
+        assert re.search(pat, new, re.S).group(0) == re.search(pat, text, re.S).group(0)
+    assert re.search(r'<link name="link6"[ >].*?</link>', new, re.S).group(0) != \
+        re.search(r'<link name="link6"[ >].*?</link>', text, re.S).group(0)
+    model = Model.from_urdf(str(out))
+    Q = np.random.default_rng(4).uniform(-1.0, 1.0, (50, 7))
+    Q[:, 4] = q5
+    g = {k: np.array([gravity(m, x) for x in Q]) for k, m in (("id", model), ("nom", nominal), ("true", truth))}
+    moving = np.arange(7) != 4
+    assert np.abs(g["id"] - g["true"])[:, moving].max() <= np.abs(g["nom"] - g["true"])[:, moving].max() / 20
+    assert np.allclose(model.friction[moving], truth.friction[moving], rtol=0.1, atol=0.02)
+    assert model.friction[4] == nominal.friction[4] and model.damping[4] == nominal.damping[4]
+
+
+def test_cli_strict_and_max_cond_refuse(capsys, locked_bag):
+    bag = locked_bag[0]
+    rc, _, err = _run(capsys, bag, "--urdf", ARM_URDF, "--strict")
+    assert rc == 2 and "too little excitation: joints ['joint5'] do not move" in err
+    rc, _, err = _run(capsys, bag, "--urdf", ARM_URDF, "--max-cond", 1.5)
     assert rc == 2 and "too little excitation: the condition number" in err
 
 
+def test_cli_without_rosbags_says_what_to_install(tmp_path, capsys, monkeypatch):
+    """rosbags has no rosdep key: on a ROS install without it, rbd_identify says what to install."""
+    for name in [m for m in sys.modules if m.split(".")[0] == "rosbags"] + ["rosbags"]:
+        monkeypatch.setitem(sys.modules, name, None)     # an import of it now fails as if not installed
+    (tmp_path / "bag").mkdir()
+    rc, _, err = _run(capsys, tmp_path / "bag", "--urdf", ARM_URDF)
+    assert rc == 2 and "rbd_identify: error: reading and writing rosbag2 needs the rosbags package" in err, err
+    assert "pip install rosbags" in err
+
+
 def test_console_script_is_registered():
-    with open(os.path.join(os.path.dirname(ARM_URDF), "..", "..", "setup.py")) as f:
+    with open(os.path.join(ROOT, "setup.py")) as f:     # the source tree's (ARM_URDF may be an installed copy)
         assert '"rbd_identify = rbd_ros.tools.identify:main"' in f.read()
     out = subprocess.run([sys.executable, "-m", "rbd_ros.tools.identify", "--help"], capture_output=True, text=True,
                          timeout=120)

@@ -73,7 +73,7 @@ def test_status_counts_timing_errors_and_services_off(rt):
     st.drop("non_finite")
     st.drop("size_mismatch")
     for k in range(6):  # the window keeps the last 4: 2..5
-        st.record(10.0 * k, float(k), 100.0 + k)
+        st.record(10.0 * k, float(k), 100.0 + k, 2.0 * k)
     st.error("joint_states message dropped (non_finite): x")
     s = build_status(FQN, rt, st, 5.0, 0.1, services="off",
                      services_error="service worker exited with code 1 too often")
@@ -84,6 +84,8 @@ def test_status_counts_timing_errors_and_services_off(rt):
     assert float(v["compute_time_p50_us"]) == pytest.approx(3.5)
     assert float(v["callback_time_p99_us"]) == pytest.approx(49.7, abs=0.05)
     assert float(v["publish_time_p50_us"]) == pytest.approx(103.5)
+    assert float(v["callback_cpu_p50_us"]) == pytest.approx(7.0)     # the callbacks' CPU time, apart
+    assert float(v["callback_wait_p50_us"]) == pytest.approx(28.0)    # wall - CPU: 16, 24, 32, 40 us
     assert v["last_error"] == "joint_states message dropped (non_finite): x"
     assert s.level == DiagnosticStatus.WARN  # streaming, but the services are off
     assert s.message == "streaming; services off (see last_error / the log)"

@@ -39,6 +39,7 @@ from rbd_ros.node.control_step import ControlStep
 from rbd_ros.node.params import Params
 from rbd_ros.node.recent import RecentStates
 from rbd_ros.node.stats import Stats
+from rbd_ros.node.terms import TERMS
 from rbd_ros_interfaces.srv import EstimatePayload
 
 LINK = "flange"
@@ -293,26 +294,29 @@ def test_a_concurrent_reader_never_sees_a_torn_row():
 def test_the_control_step_keeps_only_messages_with_every_effort(arm_model):
     text, where = robots.read_description("rbd_arm7", "")
     rt = mb.build_robot(text, floating_base=False, mimic=True, gravity=(0.0, 0.0, -9.81), joints=(), source=where)
-    step = ControlStep(Params(max_state_age=0.0, payload_window=5.0), logging.getLogger("test"))
-    step.bind(rt)
+    step = ControlStep(TERMS, Params(max_state_age=0.0, payload_window=5.0), logging.getLogger("test"))
+    b = step.make(rt)
+    step.bind(b)
     stats = Stats()
     q = np.linspace(-0.5, 0.5, 7)
-    step.joint_state(rt, stats, ARM_JOINTS, q, q, [], 1.0, 1.0)                  # no efforts
-    step.joint_state(rt, stats, ARM_JOINTS[:6], q[:6], q[:6], q[:6], 2.0, 2.0)   # not every joint
-    step.joint_state(rt, stats, ARM_JOINTS, q, [], q, 3.0, 3.0)                  # no velocities
+    step.joint_state(b, stats, ARM_JOINTS, q, q, [], 1.0, 1.0)                  # no efforts
+    step.joint_state(b, stats, ARM_JOINTS[:6], q[:6], q[:6], q[:6], 2.0, 2.0)   # not every joint
+    step.joint_state(b, stats, ARM_JOINTS, q, [], q, 3.0, 3.0)                  # no velocities
     e = q.copy()
     e[2] = np.nan
-    step.joint_state(rt, stats, ARM_JOINTS, q, q, e, 4.0, 4.0)                   # a non-finite effort
-    assert rt.recent.written == 0
-    step.joint_state(rt, stats, PERM_NAMES, q[PERM], 2 * q[PERM], 3 * q[PERM], 5.0, 5.0)
-    w = rt.recent.rows_since(0.0)
-    assert rt.recent.written == 1 and w.stamp.tolist() == [5.0] and w.recv.tolist() == [5.0]
+    step.joint_state(b, stats, ARM_JOINTS, q, q, e, 4.0, 4.0)                   # a non-finite effort
+    window = b.by_key["recent"].window
+    assert window.written == 0
+    step.joint_state(b, stats, PERM_NAMES, q[PERM], 2 * q[PERM], 3 * q[PERM], 5.0, 5.0)
+    w = window.rows_since(0.0)
+    assert window.written == 1 and w.stamp.tolist() == [5.0] and w.recv.tolist() == [5.0]
     assert np.array_equal(w.q[0], q) and np.array_equal(w.v[0], 2 * q) and np.array_equal(w.tau[0], 3 * q)
     # a payload change keeps the window (same joints); payload_window 0 drops it, and the service says so
     new = mb.with_payloads(rt, {})
-    step.bind(new)
-    assert new.recent is rt.recent
+    b2 = step.make(new)
+    step.bind(b2)
+    assert b2.by_key["recent"].window is window
     step.configure(Params(max_state_age=0.0, payload_window=0.0))
-    assert new.recent is None
+    assert b2.by_key["recent"].window is None
     with pytest.raises(pe.EstimateError, match="parameter payload_window is 0"):
-        pe.estimate(new, LINK, 1.0, 10.0, 6.0)
+        pe.estimate(new, b2.by_key["recent"].window, LINK, 1.0, 10.0, 6.0)

@@ -15,10 +15,12 @@ from ros_harness import (
     _alive,
     joint_state,
     publish_until,
+    read_arm_urdf,
     unique_ns,
     wait_for,
 )
 
+from rbd_ros.node import dynamics_node as dn
 from rbd_ros_interfaces.srv import InverseDynamics
 
 
@@ -105,3 +107,70 @@ def test_crashed_worker_is_restarted(client):
         assert node.alive()
     finally:
         node.stop()
+
+
+class _Log:
+    """An rclpy-logger stand-in that keeps the lines (WorkerClient logs info/error)."""
+
+    def __init__(self):
+        self.lines = []
+
+    def info(self, text):
+        self.lines.append(text)
+
+    error = warning = info
+
+
+def _arm_worker(log, cache=None, monkeypatch=None):
+    from rbd_ros.node.worker_client import WorkerClient
+    if cache is not None:
+        monkeypatch.setenv("NUMBA_CACHE_DIR", cache)      # the worker inherits it: a cold compile
+    w = WorkerClient(f"/{unique_ns('wstop')}/rbd_dynamics", 1, log, on_error=log.info)
+    w.send_model(read_arm_urdf(), "test", {"floating_base": False, "mimic": True, "gravity": [0.0, 0.0, -9.81]})
+    w.start(expect_model=True)
+    return w
+
+
+def test_stopping_a_worker_that_still_compiles_ends_it_at_once(tmp_path, monkeypatch):
+    """Ctrl-C during a cold start: the service worker, compiling its kernels from an empty
+    numba cache, reads no stdin; closing it made the node wait 3 s (``timeout``) before
+    terminating it.  stop() now terminates a worker that is not ready yet at once
+    (SIGTERM: exit status -15; with a timeout of 60 s it returns well before); a ready one
+    still ends by its stdin closing (status 0)."""
+    log = _Log()
+    w = _arm_worker(log, str(tmp_path), monkeypatch)
+    proc = w.proc
+    assert wait_for(lambda: os.path.exists(f"/proc/{proc.pid}") and not w.ready, timeout=10)
+    t0 = time.monotonic()
+    w.stop(timeout=60.0)
+    took = time.monotonic() - t0
+    assert not w.ready and proc.returncode == -signal.SIGTERM, (proc.returncode, log.lines)
+    assert took < 30.0, took
+    monkeypatch.delenv("NUMBA_CACHE_DIR")
+    log2 = _Log()
+    w2 = _arm_worker(log2)
+    assert wait_for(lambda: w2.ready, timeout=120), log2.lines        # the sentinel: a worker that answers
+    w2.stop(timeout=60.0)
+    assert w2.proc.returncode == 0, (w2.proc.returncode, log2.lines)
+
+
+def test_the_worker_waits_for_the_first_output_or_a_bound():
+    """The service worker's start (~1 s of CPU) waits for the control path's first output
+    (dynamics_node.worker_start_reason): not while joint states are published and no output
+    is out yet, at once when one is, and never longer than WORKER_WAIT_S; after
+    WORKER_GRACE_S without a joint_states publisher (no output is coming) it starts too.
+    That the worker then starts and serves is what every node test here shows."""
+    asked = []
+
+    def publishers(n):
+        return lambda: asked.append(n) or n
+
+    grace, bound = dn.WORKER_GRACE_S, dn.WORKER_WAIT_S
+    assert 0 < grace < bound
+    assert dn.worker_start_reason(0, 0.0, publishers(1)) is None
+    assert dn.worker_start_reason(0, 0.0, publishers(0)) is None and asked == []   # too early to ask
+    assert dn.worker_start_reason(0, grace, publishers(1)) is None
+    assert dn.worker_start_reason(0, (grace + bound) / 2, publishers(3)) is None
+    assert dn.worker_start_reason(1, 0.0, publishers(1)) == "the first output is out"
+    assert dn.worker_start_reason(0, grace, publishers(0)).startswith("nothing publishes joint states")
+    assert dn.worker_start_reason(0, bound, publishers(1)).startswith("no output after")

@@ -2,7 +2,7 @@
 services with a real rclpy client, as the ros2 CLI does it: list_parameters, then one
 get_parameters request naming every parameter.  rclpy answers such a request with
 nothing at all if one named parameter has no value, so every parameter must have one
-(the nine array parameters without a default were declared with their type alone:
+(the array parameters without a default were declared with their type alone:
 the dump printed ``ros__parameters: {}``)."""
 import pytest
 from rcl_interfaces.msg import ParameterType
@@ -23,6 +23,11 @@ EMPTY_ARRAYS = {
     "payload_masses": ParameterType.PARAMETER_DOUBLE_ARRAY,
     "payload_coms": ParameterType.PARAMETER_DOUBLE_ARRAY,
     "payload_inertias": ParameterType.PARAMETER_DOUBLE_ARRAY,
+    "actuated_joints": ParameterType.PARAMETER_STRING_ARRAY,
+    "initial_positions": ParameterType.PARAMETER_DOUBLE_ARRAY,
+    "contacts": ParameterType.PARAMETER_STRING_ARRAY,
+    "contact_type": ParameterType.PARAMETER_STRING_ARRAY,
+    "sole_size": ParameterType.PARAMETER_DOUBLE_ARRAY,
 }
 
 
@@ -64,7 +69,7 @@ def test_dump_has_every_parameter_with_its_default(client, node):
         else:
             assert ptype == descriptor.type, name
             assert value == default, (name, value, default)
-    # the nine are exactly the table's parameters declared by type
+    # these are exactly the table's parameters declared by type
     assert {name for name, default, _ in params.PARAMETERS
             if isinstance(default, Parameter.Type)} == set(EMPTY_ARRAYS)
     for name, ptype in EMPTY_ARRAYS.items():

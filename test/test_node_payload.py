@@ -168,7 +168,7 @@ BAD = [
      ["payloads[0].inertia.ixx..izz", "triangle"]),
     ([("link5", *ON_LINK5), ("flang", *GRIPPED)], ["payloads[1].header.frame_id", "'flange'"]),
     ([("no_such_link", 0.0, (0, 0, 0), (0,) * 6)], ["payloads[0].header.frame_id", "no_such_link"]),
-    # issue 17, defect 3: finite but beyond the physical bounds (core.errors.BOUNDS); each
+    # issue 17, defect 3: finite but beyond the physical bounds (core.model.errors.BOUNDS); each
     # of these used to be accepted and then stopped every output of the node
     ([("flange", 1e308, (0, 0, 0), (0.001, 0, 0, 0.001, 0, 0.001))], ["payloads[0].inertia.m", "1e+09"]),
     ([("flange", 1.0, (1e155, 0, 0), (0.001, 0, 0, 0.001, 0, 0.001))], ["payloads[0].inertia.com", "1e+06"]),

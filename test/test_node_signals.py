@@ -22,10 +22,13 @@ from ros_harness import (
     JointStateStream,
     _alive,
     joint_state,
+    process_children,
     publish_until,
     unique_ns,
     wait_for,
 )
+
+from rbd_ros.node import warmup
 
 # what a user would read as a crash or a broken shutdown
 CRASH_SIGNS = ("Traceback", "Exception ignored", "KeyboardInterrupt", "RCLError", "terminate called",
@@ -55,11 +58,7 @@ class Node:
             return f.read()
 
     def children(self):
-        try:
-            with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
-                kids = [int(x) for x in f.read().split()]
-        except OSError:
-            kids = []
+        kids = process_children(self.proc.pid)
         self.seen_children.update(kids)
         return kids
 
@@ -159,6 +158,10 @@ def test_sigint_during_a_cold_compile(group):
         node = Node(unique_ns("sig_cc"), env={"NUMBA_CACHE_DIR": cache})
         try:
             assert node.wait_log("compiling the control-path kernels", timeout=60), node.log()
+            # the first line says it in one short, complete sentence (issue 22: it was seen cut)
+            line = next(x for x in node.log().splitlines() if "compiling the control-path kernels" in x)
+            text = line.split("]: ", 1)[1].rstrip()
+            assert text == warmup.first_start_line("control-path", warmup.CONTROL_PATH_S) and len(text) <= 80
             assert wait_for(lambda: _helper_of(node), timeout=10), node.log()
             time.sleep(1.0)   # both processes are compiling now
             assert _helper_of(node) and "kernels ready" not in node.log(), node.log()
@@ -207,8 +210,10 @@ def test_sigint_before_the_services_are_ready():
     node = Node(unique_ns("sig_sr"))
     try:
         assert node.wait_log("listening on", timeout=90), node.log()
-        time.sleep(0.2)   # past gc.freeze: the executors spin
-        assert "services ready" not in node.log() and node.children(), node.log()
+        # the executors spin (the worker starts from a timer of theirs: WORKER_GRACE_S here,
+        # with nothing publishing joint states)
+        assert wait_for(lambda: node.children(), timeout=30, period=0.005), node.log()
+        assert "services ready" not in node.log(), node.log()
         node.interrupt()
         assert_clean_exit(node)
     finally:

@@ -63,8 +63,10 @@ def assert_outputs_match(rec, g, b, H, names, timeout=5.0):
     assert [d.size for d in dims] == [n, n]
     assert [d.stride for d in dims] == [n * n, n]
     assert hmsg.layout.data_offset == 0
-    bs = rec["bs"].latest()
-    assert list(bs.name) == list(names) and close_abs(np.asarray(bs.effort), b)
+    # (the JointState twin comes on its own subscription: wait for it as for the others)
+    assert wait_for(lambda: rec["bs"].latest() is not None and close_abs(np.asarray(rec["bs"].latest().effort), b),
+                    timeout), (rec["bs"].latest(), b)
+    assert list(rec["bs"].latest().name) == list(names)
 
 
 def sentinel(pub, make_msg, rec, timeout=20):
@@ -254,6 +256,7 @@ def test_garbage_joint_states_are_dropped(client, arm_node):
     v_inf[0] = np.inf
     bad.append(joint_state(ARM_JOINTS, q_nan, v))                 # NaN position
     bad.append(joint_state(ARM_JOINTS, q, v_inf))                 # inf velocity
+    bad.append(joint_state(ARM_JOINTS, q, np.r_[v[:6], 1e300]))   # finite, the core would overflow (issue 22)
     m = joint_state(ARM_JOINTS, q, v)
     m.position = list(q[:6])                                       # position too short
     bad.append(m)
@@ -287,9 +290,11 @@ def test_garbage_joint_states_are_dropped(client, arm_node):
                           else None)(diagnostics_of(node.diag, node.fqn)), timeout=5)
     assert d, diagnostics_of(node.diag, node.fqn)
     assert int(d["dropped_non_finite"]) >= 6
+    assert int(d["dropped_out_of_range"]) >= 3
     assert int(d["dropped_duplicate_names"]) >= 3
-    assert int(d["messages_dropped"]) >= 15
+    assert int(d["messages_dropped"]) >= 18
     assert d["model"] == "rbd_arm7" and d["dof"] == "7"
     assert "compute_time_p99_us" in d and float(d["compute_time_p50_us"]) > 0
+    assert 0 < float(d["callback_cpu_p50_us"]) < 1e5     # the control thread's own CPU time per message
     assert "dropped" in d["last_error"]
     assert node.log().count("non-finite position") >= 1

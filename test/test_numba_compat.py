@@ -1,6 +1,7 @@
-"""numba's private API as rbd_ros.core uses it (``rbd_ros/core/_numba_compat.py``,
-the only module that touches it): if numba changes any of it, these tests fail
-and say which numba version did it.  The supported numba range (setup.py) is
+"""numba's private API as rbd_ros.core uses it (``rbd_ros/core/calls/_numba_compat.py``
+and the kernels' views, ``rbd_ros/core/algorithms/views.py``, the only modules that
+touch it): if numba changes any of it, these tests fail and say which numba version
+did it.  The supported numba range (setup.py) is
 the range these tests have passed on."""
 import os
 import re
@@ -13,10 +14,12 @@ import numpy as np
 import pytest
 from numba import njit
 
-from rbd_ros.core import _numba_compat as nbc
+from rbd_ros.core.algorithms import views
+from rbd_ros.core.calls import _numba_compat as nbc
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WHO = f"numba {numba.__version__} changed an internal rbd_ros.core relies on (rbd_ros/core/_numba_compat.py)"
+WHO = (f"numba {numba.__version__} changed an internal rbd_ros.core relies on "
+       "(rbd_ros/core/calls/_numba_compat.py, rbd_ros/core/algorithms/views.py)")
 
 
 def test_compile_for_args_is_what_the_dispatcher_calls_when_nothing_matches():
@@ -76,7 +79,7 @@ if first == "unaligned":
         return x.size
     for shape in ((3,), (2, 3), (2, 2, 3)):
         f(np.frombuffer(bytearray(b"\0" + np.zeros(shape).tobytes()), np.float64, offset=1).reshape(shape))
-from rbd_ros.core import _numba_compat as nbc
+from rbd_ros.core.calls import _numba_compat as nbc
 safe = nbc.claim_array_typecodes()
 ran = []
 for shape in ((3,), (2, 3), (2, 2, 3)):
@@ -139,19 +142,19 @@ def test_a_numba_below_the_range_is_refused_at_import_with_the_fix():
 
 
 def test_strided_and_borrowed_views():
-    """The kernels' views (_numba_compat.strided, borrow): the right numbers, written
+    """The kernels' views (views.strided, borrow): the right numbers, written
     through to the array, for float64 and int64 buffers, 1-, 2- and 3-D."""
     @njit(cache=False)
     def views(a, start):
-        b = nbc.borrow(a)
-        R = nbc.strided(b, start, (3, 4), (10, 1))
+        b = views.borrow(a)
+        R = views.strided(b, start, (3, 4), (10, 1))
         for i in range(3):
             r = R[i]
             for k in range(4):
                 r[k] = 100.0 * i + k
-        M = nbc.strided(b, 50, (2, 2, 3), (6, 3, 1))
+        M = views.strided(b, 50, (2, 2, 3), (6, 3, 1))
         M[1, 1, 2] = -1.0
-        col = nbc.strided(b.view(np.int64), 70, (3,), (2,))
+        col = views.strided(b.view(np.int64), 70, (3,), (2,))
         col[2] = 7
         return R[2, 3], R.strides, M.strides, col.strides, b.shape[0]
 
@@ -177,9 +180,9 @@ def test_borrowed_views_cost_no_reference_counting():
         @njit(cache=False)
         def f(a, b, n):
             if borrowed:
-                a = nbc.borrow(a)
-                b = nbc.borrow(b)
-            R = a.reshape((n, 4)) if not borrowed else nbc.strided(a, 0, (n, 4), (4, 1))
+                a = views.borrow(a)
+                b = views.borrow(b)
+            R = a.reshape((n, 4)) if not borrowed else views.strided(a, 0, (n, 4), (4, 1))
             for i in range(n):
                 if R[i, 0] > 0.0:
                     put(R[i], b)

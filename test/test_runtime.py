@@ -1,5 +1,7 @@
-"""rbd_ros.node.robot (ROS-free): merging joint states by name, readiness, outputs."""
+"""rbd_ros.node.robot (ROS-free): merging joint states by name, readiness; the
+compensation term's outputs in the output order."""
 import array
+import logging
 import math
 
 import numpy as np
@@ -7,6 +9,8 @@ import pytest
 from core_util import ARM_JOINTS
 
 import rbd_ros.core as rbd
+from rbd_ros.node.compensation import Compensation
+from rbd_ros.node.logs import Reporter
 from rbd_ros.node.model_build import build_robot
 from rbd_ros.node.robot import DROP_DUPLICATE, DROP_NONFINITE, DROP_SIZE
 from rbd_ros.robots import bundled_robot_path
@@ -67,10 +71,11 @@ def test_compute_fills_the_output_order(rt):
     rng = np.random.default_rng(0)
     q, v = rng.uniform(-1, 1, 7), rng.uniform(-1, 1, 7)
     rt.update(ARM, d(q), d(v), 1.0)
-    rt.compute(True, True)
+    comp = Compensation(rt, Reporter(logging.getLogger("test")))
+    assert comp.compute(frozenset({"g", "b", "h"}), 1.0, 1.0)
     idx = [6, 1]
-    assert np.array_equal(rt.g, rbd.gravity(rt.model, q)[idx])
-    assert np.array_equal(rt.b, rbd.bias(rt.model, q, v)[idx])
-    assert np.array_equal(np.asarray(rt.h).reshape(2, 2), rbd.crba(rt.model, q)[np.ix_(idx, idx)])
+    assert np.array_equal(comp.g, rbd.gravity(rt.model, q)[idx])
+    assert np.array_equal(comp.b, rbd.bias(rt.model, q, v)[idx])
+    assert np.array_equal(np.asarray(comp.h).reshape(2, 2), rbd.crba(rt.model, q)[np.ix_(idx, idx)])
     # the numpy views write into the array.array buffers the messages hold
-    assert list(rt.buffer("g")) == list(rt.g)
+    assert list(comp.buffer("g")) == list(comp.g)

@@ -10,22 +10,21 @@ Starts two processes wired like a robot with ``forward_command_controller``:
   until the first command arrives (DDS discovery takes seconds on a loaded machine);
 * the dynamics node (``python -m rbd_ros.node``) reading those joint states,
 
-and runs four phases, printing a table and writing a PNG (desired vs actual
-joint angles, tracking error, applied torques over time; estimated vs applied external
-torques during the push):
+and runs four phases, in this order, printing a table and writing a PNG (desired vs
+actual joint angles, tracking error, applied torques over time; estimated vs applied
+external torques during the push):
 
-1. no command: the node is stopped, the arm sags under gravity (rad after 1 s);
-2. gravity hold (``command_mode: gravity``): drift in mrad over 3 s;
-3. computed torque (``command_mode: computed_torque``, set at run time) tracking a
+1. gravity hold (``command_mode: gravity``): drift in mrad over 3 s;
+2. computed torque (``command_mode: computed_torque``, set at run time) tracking a
    smooth joint trajectory sent as desired states on ``~/desired_state`` at 500 Hz:
    RMS and max tracking error;
-4. push: the arm held at q0 by computed torque, the node's momentum observer on, 10 N
+3. push: the arm held at q0 by computed torque, the node's momentum observer on, 10 N
    at the flange for 1 s through the driver's ``~/apply_wrench`` (``push.py``):
-   ``~/external_torques`` vs the applied Jᵀf, ``~/collision``'s rise and fall.
+   ``~/external_torques`` vs the applied Jᵀf, ``~/collision``'s rise and fall;
+4. no command: the node is stopped, the arm sags under gravity (rad after 1 s) -- last,
+   since stopping the node is the cleanest "no command" and the arm does not come back.
 
-They run in the order 2, 3, 4, 1 (the arm must be held at rest before the hold is
-measured; stopping the node is the cleanest "no command").  Before phase 2 the
-node brings the arm to rest at the start pose in computed-torque mode.
+Before phase 1 the node brings the arm to rest at the start pose in computed-torque mode.
 
     python -m rbd_ros.demo [--png PATH] [--rate HZ] [--no-plot]      (demo/run.py)
 
@@ -35,16 +34,11 @@ shared by ``test/test_closed_loop.py`` and ``bench/closed_loop.py``.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 
 import numpy as np
 import rclpy
-import yaml
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
 from rcl_interfaces.msg import Parameter
@@ -54,22 +48,21 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from rbd_ros.demo.processes import NODE_NAME, LoopProcesses
+from rbd_ros.demo.service_call import call_service
+
+# the trajectory's names are this module's too (the demo, the tests and the bench use them)
+from rbd_ros.demo.trajectory import Q0, TRAJ_AMP, TRAJ_K, TRAJ_S, reference, reference_batch, settle  # noqa: F401
 from rbd_ros.node.params import parameter_value
 from rbd_ros.node.qos import QOS_DESIRED
 
 ROBOT = "rbd_arm7"
 JOINTS = [f"joint{i}" for i in range(1, 8)]
-Q0 = (0.0, 0.6, 0.0, -1.0, 0.0, 0.8, 0.0)     # elbow bent, wrist up: gravity loads every link
-NODE_NAME = "rbd_dynamics"
 # computed torque: the error obeys e'' + kd e' + kp e = 0 per joint (H(q) scales the gains
 # into torques, so the wrist and the shoulder get the same bandwidth).  omega = 30 rad/s,
 # critically damped: kd * (1..3 ms of loop delay) stays far below a radian of phase.
 OMEGA, ZETA = 12.0, 1.0
 KP, KD = OMEGA ** 2, 2.0 * ZETA * OMEGA
-# the demo trajectory: q0 + A (1 - cos(2 pi k t / D)) / 2 per joint, starts and ends at rest
-TRAJ_S = 4.0
-TRAJ_AMP = (0.4, 0.3, 0.4, 0.3, 0.4, 0.4, 0.4)
-TRAJ_K = (1, 1, 2, 1, 2, 2, 2)
 
 
 # the node: computed torque from the start (it holds the arm at q0 while the driver comes
@@ -79,78 +72,52 @@ TRAJ_K = (1, 1, 2, 1, 2, 2, 2)
 NODE_PARAMS = {"command_mode": "computed_torque", "kp": [KP], "kd": [KD], "max_desired_age": 0.25,
                "service_process": False, "publish_inertia": False, "publish_bias": False}
 SIM_PARAMS = {"command_timeout": 0.25, "wait_for_command": True, "diagnostics_period": 0.2}
-
-
-def reference(t: float, q0=Q0, duration=TRAJ_S, amp=TRAJ_AMP, k=TRAJ_K):
-    """(q, v, a) of the demo trajectory at t seconds after its start (q0 at rest outside)."""
-    q0 = np.asarray(q0, dtype=float)
-    if t <= 0.0 or t >= duration:
-        return q0.copy(), np.zeros(q0.size), np.zeros(q0.size)
-    w = 2.0 * np.pi * np.asarray(k, dtype=float) / duration
-    a_ = np.asarray(amp, dtype=float)
-    return (q0 + 0.5 * a_ * (1.0 - np.cos(w * t)), 0.5 * a_ * w * np.sin(w * t),
-            0.5 * a_ * w * w * np.cos(w * t))
-
-
-def reference_batch(t, **kw):
-    """reference() at each time of the array t: (Q, V, A) of shape (len(t), 7)."""
-    out = [reference(float(x), **kw) for x in np.asarray(t)]
-    return tuple(np.array([o[i] for o in out]) for i in range(3))
+# lock-step (the tests): a desired state goes out for every joint state, so one that is old
+# by the node's wall clock only says that a process of the loop stalled meanwhile, not that
+# the stream stopped: the node's staleness limit is raised (a test of the fallback lowers it)
+LOCK_STEP_NODE_PARAMS = {"max_desired_age": 2.0}
 
 
 def _stamp(msg) -> float:
     return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
 
 
-
-def call_service(node, srv_type, name: str, request, timeout=10.0, resend_after=3.0):
-    """The response of service ``name`` to ``request``, through a client on ``node`` (whose
-    executor spins elsewhere); TimeoutError after ``timeout`` s.
-
-    A new client can lose its first response: wait_for_service sees the server, but the
-    server may not have discovered this client's response reader yet, and Fast DDS gives
-    it 100 ms ("failed to send response (timeout)" in the server's log; seen in CI on a
-    loaded machine).  So the request is sent again, on the same client, every
-    ``resend_after`` s without a response, and the first response wins: only for
-    services that a repeated request leaves as one request would (every one called
-    here and in the tests)."""
-    cli = node.create_client(srv_type, name)
-    try:
-        if not cli.wait_for_service(timeout_sec=timeout):
-            raise TimeoutError(f"service {name} not available")
-        t_end = time.monotonic() + timeout
-        futs = []
-        while True:
-            futs.append(cli.call_async(request))
-            t_resend = time.monotonic() + resend_after
-            while time.monotonic() < min(t_resend, t_end):
-                done = next((f for f in futs if f.done()), None)
-                if done is not None:
-                    return done.result()
-                time.sleep(0.002)
-            if time.monotonic() >= t_end:
-                raise TimeoutError(f"no response from {name} ({len(futs)} requests)")
-    finally:
-        node.destroy_client(cli)
-
-
-class ClosedLoop:
+class ClosedLoop(LoopProcesses):
     """The node and the sim driver in subprocesses under namespace ``/ns``, and an rclpy
     node here (own context, spun in a thread) that records ``joint_states`` (and
     optionally ``~/effort_command_state``), streams desired states from a function of
-    wall time and sets the node's parameters.  Times are wall-clock seconds (the stamps
-    of the ROS clock both processes publish with)."""
+    time and sets the node's parameters.
+
+    In real time (the demo) times are wall-clock seconds (the stamps of the ROS clock
+    both processes publish with) and desired states go out at ``desired_rate`` from a
+    thread.  With ``lock_step`` the driver steps only once the command for its last
+    joint state has arrived (the node's ``~/effort_command_state``, matched by stamp),
+    times are simulated (the joint-state stamps: :meth:`now`, :meth:`sleep`), and this
+    process is in the loop: it receives each command, sends the desired state for the
+    next joint state, ``desired_fn(stamp + state period)``, then passes the command on
+    to the driver unchanged (``/<ns>/lock_step_command``).  The node thus has the
+    desired state before the joint state it is meant for (it was sent before the step
+    that makes that state), whatever the load: the loop is as fast as its slowest
+    member and no faster."""
 
     def __init__(self, ns: str, node_params: dict, *, q0=Q0, sim_params: dict | None = None,
-                 desired_rate: float = 500.0, record_commands: bool = False, robot=ROBOT):
+                 desired_rate: float = 500.0, record_commands: bool = False, robot=ROBOT,
+                 lock_step: bool = False, joints=JOINTS):
 
         self.ns = ns.strip("/")
         self.fqn = f"/{self.ns}/{NODE_NAME}"
         self.q0 = tuple(float(x) for x in q0)
         self.robot = robot
+        self.joints = list(joints)      # the driver's and the desired states' joints (q0's order)
         self.node_params = dict(node_params)
         self.sim_params = dict(sim_params or {})
         self.desired_rate = desired_rate
+        self.lock_step = bool(lock_step)
+        rate = float(self.sim_params.get("rate", 1000.0))
+        pub_rate = float(self.sim_params.get("publish_rate", 0.0))
+        self.state_period = (1 if pub_rate == 0 else max(1, round(rate / pub_rate))) / rate
+        if self.lock_step:    # a lost joint state would stall the loop for lock_step_timeout
+            self.node_params.setdefault("joint_states_reliable", True)
         self.node_proc = self.sim_proc = None
         self._logs = {}
         self._tmp = []
@@ -167,13 +134,18 @@ class ClosedLoop:
         # best effort: a reliable reader that falls behind costs the driver resends
         deep = QoSProfile(depth=1000, reliability=ReliabilityPolicy.BEST_EFFORT)
         self.node.create_subscription(JointState, f"/{self.ns}/joint_states", self._on_state, deep)
-        if record_commands:
+        self.record_commands = record_commands
+        self.pub_relay = None     # lock-step: commands pass through here on their way to the driver
+        if self.lock_step:
+            self._relay_commands()
+        elif record_commands:
             self.node.create_subscription(JointState, f"{self.fqn}/effort_command_state",
                                           self._on_command, deep)
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 10)
         self.pub_desired = self.node.create_publisher(JointTrajectory, f"{self.fqn}/desired_state",
                                                       QOS_DESIRED)
         self._traj_type = JointTrajectory
+        self._desired_msg = JointTrajectory(joint_names=self.joints)     # lock-step: sent from _on_state
         self._pub_wrench = None   # ~/apply_wrench of the driver (push())
         self._recordings = {}     # id(list) -> subscription (record())
         self._destroy = []        # (subscription, Event) for the spinning thread to destroy
@@ -185,54 +157,6 @@ class ClosedLoop:
             th.start()
 
     # ------------------------------------------------------------ processes
-    def _env(self):
-        env = dict(os.environ)
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-        env["PYTHONUNBUFFERED"] = "1"
-        env["RCUTILS_COLORIZED_OUTPUT"] = "0"
-        return env
-
-    def _popen(self, what, args):
-        log = tempfile.NamedTemporaryFile("w+", prefix=f"rbd_{what}_{self.ns}_", suffix=".log",
-                                          delete=False)
-        self._tmp.append(log.name)
-        self._logs[what] = log.name
-        return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=self._env())
-
-    def log(self, what: str) -> str:
-        """The output of 'node' or 'sim' so far."""
-        try:
-            with open(self._logs[what]) as f:
-                return f.read()
-        except (KeyError, OSError):
-            return ""
-
-    def start_node(self):
-        params = {"urdf_file": self.robot, "diagnostics_period": 0.2, **self.node_params}
-        pf = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
-        yaml.safe_dump({f"/**/{NODE_NAME}": {"ros__parameters": params}}, pf)
-        pf.close()
-        self._tmp.append(pf.name)
-        self.node_proc = self._popen("node", [sys.executable, "-m", "rbd_ros.node", "--ros-args",
-                                              "-r", f"__ns:=/{self.ns}", "--params-file", pf.name])
-
-    def wait_node_ready(self, timeout=60.0) -> bool:
-        """Until the node's /diagnostics shows its model (it then waits for joint states)."""
-        return self._wait(lambda: self.node_status is not None
-                          and self.node_status.get("model") not in (None, ""), timeout,
-                          self.node_proc)
-
-    def start_sim(self):
-        p = {"urdf_file": self.robot, "initial_positions": list(self.q0),
-             "command_timeout": 0.05, **self.sim_params}
-        args = [sys.executable, "-m", "rbd_ros.sim", "--ros-args", "-r", f"__ns:=/{self.ns}",
-                # the wiring: the driver's effort input <- the node's ~/effort_command
-                "-r", f"effort_command:={self.fqn}/effort_command"]
-        for k, v in p.items():
-            args += ["-p", f"{k}:={v}"]
-        self.sim_proc = self._popen("sim", args)
-
     def wait_states(self, n=50, timeout=30.0) -> bool:
         return self._wait(lambda: len(self.states) >= n, timeout, self.sim_proc)
 
@@ -265,22 +189,6 @@ class ClosedLoop:
                 return False
             time.sleep(0.02)
         return bool(pred())
-
-    def stop_node(self, timeout=10.0) -> int | None:
-        return self._stop_proc(self.node_proc, timeout)
-
-    @staticmethod
-    def _stop_proc(proc, timeout):
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        return proc.returncode
 
     def close(self):
         self._stop.set()
@@ -318,6 +226,51 @@ class ClosedLoop:
         with self.lock:
             self.states.append(item)
 
+    def _relay_commands(self):
+        reliable = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+        self._relay_records = self.record_commands and self.lock_step     # (else _on_command does)
+        self.pub_relay = self.node.create_publisher(JointState, f"/{self.ns}/lock_step_command", reliable)
+        self.node.create_subscription(JointState, f"{self.fqn}/effort_command_state",
+                                      self._on_lock_step_command, reliable)
+
+    def _on_lock_step_command(self, msg):
+        """The node's command for a joint state -> (recorded,) in lock-step the desired
+        state for the next joint state, then the command to the driver."""
+        if self._relay_records:
+            self._on_command(msg)
+        if self.lock_step:
+            self._send_desired(_stamp(msg) + self.state_period, msg.header.stamp)
+            self.pub_relay.publish(msg)
+
+    def set_lock_step(self, on: bool) -> None:
+        """Switch the loop (the driver's run-time ``lock_step`` and this harness) between
+        lock-step and real time.  To real time the driver's stamps start again from the
+        clock: the recorded states and commands are dropped (their stamps were simulated
+        time)."""
+        if on:
+            if self.pub_relay is None:
+                self._relay_commands()
+            self.lock_step = True           # (relaying before the driver waits for it)
+        res = self.set_sim_params(lock_step=bool(on))
+        assert all(ok for ok, _ in res), res
+        if not on:
+            self.lock_step = False
+            with self.lock:
+                self.states.clear()
+                self.commands.clear()
+
+    def _send_desired(self, t: float, stamp) -> None:
+        """Publish desired_fn(t) (nothing if it or its result is None), stamped ``stamp``."""
+        fn = self.desired_fn
+        state = fn(t) if fn is not None else None
+        if state is not None:
+            q, v, a = state
+            msg = self._desired_msg
+            msg.header.stamp = stamp
+            msg.points = [JointTrajectoryPoint(positions=q.tolist(), velocities=v.tolist(),
+                                               accelerations=a.tolist())]
+            self.pub_desired.publish(msg)
+
     def _on_command(self, msg):
         with self.lock:
             self.commands.append((_stamp(msg), np.array(msg.effort)))
@@ -327,26 +280,41 @@ class ClosedLoop:
             if st.name.endswith(self.fqn):
                 self.node_status = {kv.key: kv.value for kv in st.values}
             elif st.name == f"/{self.ns}/sim_driver":
-                self.sim_status = {kv.key: kv.value for kv in st.values}
-                self.sim_status["_received"] = time.monotonic()
+                status = {kv.key: kv.value for kv in st.values}
+                status["_received"] = time.monotonic()
+                status["_published"] = _stamp(msg)       # the ROS clock when the driver sent it
+                self.sim_status = status
 
     def sim_counters(self, wait=True) -> dict:
         """The driver's stall counters from a /diagnostics status received from now on
-        (wait=True): commands gone stale, loop resyncs after a stall, MuJoCo resets."""
+        (wait=True): commands gone stale, loop resyncs after a stall, MuJoCo resets,
+        lock-step steps taken without their command (timeouts)."""
+        st = self._sim_status(wait)
+        return {k: int(st.get(k, 0)) for k in ("stale_periods", "resyncs", "sim_resets", "lock_step_timeouts")}
+
+    def clamped_steps(self, wait=True) -> dict:
+        """{joint: physics steps in which the driver clamped its effort at the limit} (and
+        "any": steps with at least one), from a /diagnostics status received from now on
+        (wait=True)."""
+        st = self._sim_status(wait)
+        out = {k.split("/", 1)[1]: int(v) for k, v in st.items() if k.startswith("clamped_steps/")}
+        out["any"] = int(st.get("clamped_steps", 0))
+        return out
+
+    def _sim_status(self, wait):
         if wait:
             t = time.monotonic()
             self._wait(lambda: self.sim_status and self.sim_status["_received"] > t, 5.0, None)
-        st = self.sim_status or {}
-        return {k: int(st.get(k, 0)) for k in ("stale_periods", "resyncs", "sim_resets")}
+        return self.sim_status or {}
 
     def _stream(self):
-        """Desired states at desired_rate from desired_fn(wall time)."""
+        """Real time: desired states at desired_rate from desired_fn(wall time)."""
         period = 1.0 / self.desired_rate
-        msg = self._traj_type(joint_names=list(JOINTS))
+        msg = self._traj_type(joint_names=self.joints)
         clock = self.node.get_clock()
         t_next = time.monotonic()
         while not self._stop.is_set():
-            fn = self.desired_fn
+            fn = None if self.lock_step else self.desired_fn
             if fn is not None:
                 now = clock.now()
                 state = fn(now.nanoseconds * 1e-9)
@@ -363,7 +331,36 @@ class ClosedLoop:
             time.sleep(max(0.0, delay))
 
     def now(self) -> float:
+        """Seconds: the ROS clock in real time; with lock_step the simulated time, i.e. the
+        stamp of the latest joint state recorded (the clock before the first)."""
+        if self.lock_step:
+            with self.lock:
+                if self.states:
+                    return self.states[-1][0]
         return self.node.get_clock().now().nanoseconds * 1e-9
+
+    def sync(self, timeout: float = 10.0) -> float:
+        """A time (s) no earlier than the loop's when this is called.  Real time: now().  With
+        lock_step the loop can be ahead of what this process has recorded: the stamp of the
+        latest joint state the driver had published when it sent a /diagnostics status after
+        this call (a state stamped later was answered by the node after this call: after any
+        parameter it set before).  TimeoutError without such a status within ``timeout`` s."""
+        if not self.lock_step:
+            return self.now()
+        t = self.node.get_clock().now().nanoseconds * 1e-9
+        if not self._wait(lambda: self.sim_status is not None and self.sim_status["_published"] > t,
+                          timeout, self.sim_proc):
+            raise TimeoutError("no /diagnostics from the sim driver")
+        return float(self.sim_status["state_stamp_s"])
+
+    def sleep(self, seconds: float, timeout: float | None = None) -> bool:
+        """Let ``seconds`` pass: of wall-clock time in real time, of simulated time with
+        lock_step (until a joint state stamped now() + seconds is recorded; False if none
+        within ``timeout`` s of wall-clock time, default 30 s + 20 x seconds)."""
+        if not self.lock_step:
+            time.sleep(seconds)
+            return True
+        return self.wait_recorded(self.now() + seconds, 30.0 + 20.0 * seconds if timeout is None else timeout)
 
     def set_params(self, timeout=10.0, **values) -> list:
         """Set node parameters (one request); returns the list of (successful, reason)."""
@@ -371,6 +368,14 @@ class ClosedLoop:
         params = [Parameter(name=k, value=parameter_value(v)) for k, v in values.items()]
         res = self.call(SetParameters, f"{self.fqn}/set_parameters", SetParameters.Request(parameters=params),
                         timeout)
+        return [(r.successful, r.reason) for r in res.results]
+
+    def set_sim_params(self, timeout=10.0, **values) -> list:
+        """Set the sim driver's run-time parameters (``wrench_duration``); returns the list
+        of (successful, reason)."""
+        params = [Parameter(name=k, value=parameter_value(v)) for k, v in values.items()]
+        res = self.call(SetParameters, f"/{self.ns}/sim_driver/set_parameters",
+                        SetParameters.Request(parameters=params), timeout)
         return [(r.successful, r.reason) for r in res.results]
 
     def call(self, srv_type, name: str, request, timeout=10.0):
@@ -436,26 +441,7 @@ class ClosedLoop:
         with self.lock:
             sel = [s for s in self.states if t0 <= s[0] <= t1]
         if not sel:
-            return np.zeros(0), np.zeros((0, 7)), np.zeros((0, 7)), np.zeros((0, 7))
+            n = len(self.joints)
+            return np.zeros(0), np.zeros((0, n)), np.zeros((0, n)), np.zeros((0, n))
         return (np.array([s[0] for s in sel]), np.array([s[1] for s in sel]),
                 np.array([s[2] for s in sel]), np.array([s[3] for s in sel]))
-
-
-# ---------------------------------------------------------------- the three measurements
-
-
-def settle(loop: ClosedLoop, q0=Q0, tol=5e-3, vtol=5e-2, hold=0.3, timeout=30.0) -> bool:
-    """Computed torque to q0 (the driver steps from start-up on, so the arm has fallen and
-    swung until the node's first command reached it) until the arm has stayed within tol
-    rad of q0 and vtol rad/s of rest for `hold` s."""
-    loop.desired_fn = lambda t: reference(0.0, q0)
-    res = loop.set_params(command_mode="computed_torque")
-    assert all(ok for ok, _ in res), res
-    q0 = np.asarray(q0)
-
-    def still():   # under command (the driver applies an effort) and at rest near q0
-        t1 = loop.now()
-        t, Q, V, E = loop.window(t1 - hold, t1)
-        return len(t) > 10 and t[-1] - t[0] > 0.8 * hold and np.all(np.any(E != 0.0, axis=1)) \
-            and np.max(np.abs(Q - q0)) < tol and np.max(np.abs(V)) < vtol
-    return loop._wait(still, timeout, loop.node_proc)

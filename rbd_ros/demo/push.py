@@ -1,4 +1,4 @@
-"""The demo's fourth phase, "push": the arm held at q0 by computed torque, the node's
+"""The demo's third phase, "push": the arm held at q0 by computed torque, the node's
 momentum observer on (the efforts the driver reports), a known push at the flange through
 the driver's ``~/apply_wrench``; what the node estimates (``~/external_torques``,
 ``~/collision``) against what was applied.
@@ -105,7 +105,7 @@ def draw(ax, push: dict, colors) -> None:
     ax.axvline(0.0, color="k", lw=0.6)
     ax.axvline(push["t_off"] - push["t_on"], color="k", lw=0.6)
     f = ", ".join(f"{x:g}" for x in push["force"])
-    ax.set_title(f"push: force ({f}) N, world axes, at the {LINK} for "
+    ax.set_title(f"3 push: force ({f}) N, world axes, at the {LINK} for "
                  f"{push['t_off'] - push['t_on']:.2f} s; observer K = {GAIN:g} 1/s on the measured efforts", fontsize=9)
     ax.set_ylabel("external torque (N m)\nsolid: ~/external_torques\ndashed: applied J^T w")
     ax.set_xlabel("time from the push's start (s)")

@@ -38,8 +38,8 @@ def measure_hold(loop: ClosedLoop, seconds: float):
     and the joints, t0, t1)."""
     res = loop.set_params(command_mode="gravity")
     assert all(ok for ok, _ in res), res
-    t0 = loop.now() + 0.05     # the switch is in effect (the answer comes after it)
-    time.sleep(seconds)
+    t0 = loop.sync() + 0.05    # the switch is in effect (the answer comes after it)
+    loop.sleep(seconds)
     loop.wait_recorded(t0 + seconds)
     t, Q, _, _ = loop.window(t0, t0 + seconds)
     if len(t) < 2:
@@ -47,22 +47,27 @@ def measure_hold(loop: ClosedLoop, seconds: float):
     return float(np.max(np.abs(Q - Q[0]))), t0, t0 + seconds
 
 
-def measure_tracking(loop: ClosedLoop, q0=Q0, duration=TRAJ_S, settle=0.3):
-    """Computed-torque mode (desired = q0 meanwhile), then the demo trajectory as desired
-    states; returns (rms rad, max rad, t_start, t_end), errors q(t) - q_d(t) at the
-    joint states' stamps over the trajectory."""
+def measure_tracking(loop: ClosedLoop, q0=Q0, duration=TRAJ_S, settle=0.3, ref=None):
+    """Computed-torque mode (desired = q0 meanwhile), then the demo trajectory (or
+    ``ref(t)`` -> (q, v, a), t from its start) as desired states; returns (rms rad, max
+    rad, t_start, t_end), errors q(t) - q_d(t) at the joint states' stamps over the
+    trajectory (times: ``loop.now()``, wall-clock or simulated)."""
+    if ref is None:
+        def ref(t):
+            return reference(t, q0, duration)
     loop.desired_fn = lambda t: reference(0.0, q0)
     res = loop.set_params(command_mode="computed_torque")
     assert all(ok for ok, _ in res), res
-    time.sleep(settle)
-    t_start = loop.now() + 0.05
-    loop.desired_fn = lambda t: reference(t - t_start, q0, duration)
-    time.sleep(duration)
+    loop.sleep(settle)
+    # (lock-step runs faster than this process reacts: a wider margin)
+    t_start = loop.sync() + (0.2 if loop.lock_step else 0.05)
+    loop.desired_fn = lambda t: ref(t - t_start)
+    loop.sleep(duration)
     loop.wait_recorded(t_start + duration)
     t, Q, _, _ = loop.window(t_start, t_start + duration)
     if len(t) < 2:
         raise RuntimeError("no joint states during the trajectory")
-    Qd = reference_batch(t - t_start, q0=q0, duration=duration)[0]
+    Qd = np.array([ref(x)[0] for x in t - t_start])
     e = Q - Qd
     return float(np.sqrt(np.mean(e ** 2))), float(np.max(np.abs(e))), t_start, t_start + duration
 
@@ -102,42 +107,42 @@ def run_demo(png: str | None, desired_rate=500.0, out=print):
         if failed:
             out("[demo] " + failed)
             return 1
-        out("[demo] phase 2: gravity hold (command_mode gravity) for 3 s ...")
+        out("[demo] phase 1: gravity hold (command_mode gravity) for 3 s ...")
         drift, h0, h1 = measure_hold(loop, 3.0)
-        out(f"[demo] phase 3: computed torque tracking a {TRAJ_S:g} s trajectory "
+        out(f"[demo] phase 2: computed torque tracking a {TRAJ_S:g} s trajectory "
             f"(desired states at {desired_rate:g} Hz) ...")
         before = loop.sim_counters(wait=False)
         rms, emax, c0, c1 = measure_tracking(loop)
         after = loop.sim_counters()
         stalls = {k: after[k] - before[k] for k in after if after[k] != before[k]}
-        out(f"[demo] phase 4: push: the arm held at q0, observer on (K {GAIN:g} 1/s), 10 N at the {LINK} "
+        out(f"[demo] phase 3: push: the arm held at q0, observer on (K {GAIN:g} 1/s), 10 N at the {LINK} "
             "through the driver's ~/apply_wrench ...")
         if not settle(loop):
             out("[demo] the arm did not come back to rest at q0 (machine too loaded?)")
             return 1
         push = measure_push(loop, ROBOT)
         time.sleep(0.3)
-        out("[demo] phase 1: node stopped, no command: the arm falls ...")
+        out("[demo] phase 4: node stopped, no command: the arm falls ...")
         sag, sag_early, s0 = measure_sag(loop)
         status = loop.node_status or {}
         out("")
         out("  phase                                   result")
-        out("  1 no command (node stopped)             fall (largest joint): "
-            f"{sag_early:.3f} rad after 0.1 s, {sag:.2f} rad after 1 s")
-        out("  2 gravity hold, command_mode gravity    drift over 3 s: "
+        out("  1 gravity hold, command_mode gravity    drift over 3 s: "
             f"{drift * 1e3:.2g} mrad")
-        out(f"  3 computed torque, desired at {desired_rate:3.0f} Hz   tracking error: "
+        out(f"  2 computed torque, desired at {desired_rate:3.0f} Hz   tracking error: "
             f"RMS {rms * 1e3:.3f} mrad, max {emax * 1e3:.3f} mrad")
-        out(f"  4 push, 10 N at the {LINK} for {push['t_off'] - push['t_on']:.1f} s     ~/external_torques vs "
+        out(f"  3 push, 10 N at the {LINK} for {push['t_off'] - push['t_on']:.1f} s     ~/external_torques vs "
             f"applied J^T f: {push['error'] * 100:.1f} % (max, after 5/K)")
         out(f"                                          ~/collision ({THRESHOLD:g} N m): rose "
             f"{push['rise'] * 1e3:.0f} ms after the push began, fell {push['fall'] * 1e3:.0f} ms after it ended")
+        out("  4 no command (node stopped)             fall (largest joint): "
+            f"{sag_early:.3f} rad after 0.1 s, {sag:.2f} rad after 1 s")
         if stalls:
-            out(f"  (the machine stalled the driver during phase 3: {stalls}; 'resyncs' = "
+            out(f"  (the machine stalled the driver during phase 2: {stalls}; 'resyncs' = "
                 "its real-time loop went > 50 ms without a step)")
         if status:
-            out(f"  node callback p50/p99: {status.get('callback_time_p50_us', '?')}/"
-                f"{status.get('callback_time_p99_us', '?')} us")
+            for line in node_time_lines(status):
+                out(line)
         if png:
             plot(loop, png, (h0, h1), (c0, c1), s0, push)
             out(f"[demo] picture: {png}")
@@ -146,6 +151,21 @@ def run_demo(png: str | None, desired_rate=500.0, out=print):
         loop.close()
     out(f"[demo] done in {time.monotonic() - t_wall:.1f} s")
     return rc
+
+
+def node_time_lines(status: dict) -> list:
+    """The node's time per joint state from its /diagnostics (the last 4096 callbacks):
+    its CPU time (the control thread's own work) apart from the callbacks' wall time, and
+    their difference (the thread ready but not running: another process or thread had
+    the core, or the GIL)."""
+    g = status.get
+    return [f"  node per joint state: CPU time p50/p99 {g('callback_cpu_p50_us', '?')}/"
+            f"{g('callback_cpu_p99_us', '?')} us (the control thread's own work: merge, dynamics, command, "
+            "observer, publishing)",
+            f"                        wall time p50/p99 {g('callback_time_p50_us', '?')}/"
+            f"{g('callback_time_p99_us', '?')} us (callback start to end), of which waiting for a CPU or the GIL "
+            f"p50/p99 {g('callback_wait_p50_us', '?')}/{g('callback_wait_p99_us', '?')} us (the node, MuJoCo and "
+            f"this process share {os.cpu_count()} cores)"]
 
 
 def plot(loop: ClosedLoop, png: str, hold, track, sag0, push):
@@ -175,8 +195,8 @@ def plot(loop: ClosedLoop, png: str, hold, track, sag0, push):
         a.axvspan(sag0 - T0, sag0 + 1.0 - T0, color="tab:red", alpha=0.07)
         a.grid(alpha=0.3)
     top = ax[0].get_ylim()[1]
-    for x, text in ((0.05, "gravity hold"), (track[0] - T0 + 0.05, "computed torque"),
-                    (push["t_on"] - T0 + 0.02, "push"), (sag0 - T0 + 0.02, "no command")):
+    for x, text in ((0.05, "1 gravity hold"), (track[0] - T0 + 0.05, "2 computed torque"),
+                    (push["t_on"] - T0 + 0.02, "3 push"), (sag0 - T0 + 0.02, "4 no command")):
         ax[0].text(x, top, text, va="top", fontsize=9)
     ax[0].set_ylabel("joint angle (rad)\nsolid: actual, dashed: desired")
     ax[0].legend(ncol=7, fontsize=8, loc="lower center")

@@ -71,6 +71,11 @@ def build_status(node_fqn: str, rt, stats, now: float, max_state_age: float, *,
                KeyValue(key="callback_time_p99_us", value=f"{cb99:.1f}"),
                KeyValue(key="publish_time_p50_us", value=f"{pu50:.1f}"),
                KeyValue(key="publish_time_p99_us", value=f"{pu99:.1f}")]
+        (cpu50, cpu99), (wait50, wait99) = st.cpu_percentiles()
+        kv += [KeyValue(key="callback_cpu_p50_us", value=f"{cpu50:.1f}"),
+               KeyValue(key="callback_cpu_p99_us", value=f"{cpu99:.1f}"),
+               KeyValue(key="callback_wait_p50_us", value=f"{wait50:.1f}"),
+               KeyValue(key="callback_wait_p99_us", value=f"{wait99:.1f}")]
     kv += [KeyValue(key="command_friction", value=str(bool(command_friction)).lower()),
            KeyValue(key="payloads_rejected", value=str(int(payload_rejected)))]
     kv += [KeyValue(key=k, value=v) for k, v in command]

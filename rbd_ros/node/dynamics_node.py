@@ -1,29 +1,13 @@
-"""The rbd_ros dynamics node (rclpy): composition of the parts.
-
-Module map (rbd_ros/node):
-  names.py          topic/service names and QoS
-  params.py         parameter table, typed ``Params`` snapshot
-  runtime.py        ROS-free: a model, joint names, merged state, output buffers
-  control.py        the control path: joint_states -> Robot -> published outputs
-  services.py       service request -> core -> response, and the service factory
-  payload.py        ROS-light: payloads and armature of the model (parse, check, build)
-  recent.py         ROS-free: the recent complete joint states (ring buffer, control thread writes)
-  payload_estimation.py  ~/estimate_payload: recent joint states -> filtered -> payload (-> applied)
-  worker_client.py  the service worker process seen from the node (restarts)
-  protocol.py       the node <-> worker line protocol (both sides)
-  service_worker.py the worker process itself
-  diagnostics.py    /diagnostics status as a pure function
-  stats.py          control-path counters and timing
-  heap.py           gc.freeze after start-up
-  main.py           console entry point and signal handling
+"""The rbd_ros dynamics node (rclpy): composition of the parts (ARCHITECTURE.md has the
+module map).
 
 Threads and executors
 ---------------------
 * control path: a small node ``<name>_control`` that holds only the
   ``joint_states`` and ``~/desired_state`` subscriptions, spun by its own executor
   in the main thread (rclpy's EventsExecutor by default, or a SingleThreadedExecutor
-  with ``control_executor: single``).  Its callbacks (control.py) merge the state,
-  call rbd_ros.core and publish preallocated messages.
+  with ``control_executor: single``).  Its callbacks (control_path.py) merge the state,
+  call the terms (terms.py) and publish preallocated messages.
 * background: the main node ``<name>`` (parameters, ``robot_description``,
   ``~/set_payload``, ``~/estimate_payload``, ``~/payload``, services, ``/diagnostics``), spun by a
   SingleThreadedExecutor in a second thread.  Model builds (URDF, armature,
@@ -43,6 +27,7 @@ import numba
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import InertiaStamped
+from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
@@ -52,7 +37,18 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from rbd_ros.node import diagnostics, names, param_table, params, payload_estimation, qos
+from rbd_ros.node import (
+    constrained_services,
+    diagnostics,
+    held_state,
+    names,
+    param_table,
+    params,
+    payload_estimation,
+    planner_services,
+    qos,
+    terms,
+)
 from rbd_ros.node import payload as pl
 from rbd_ros.node.control_path import ControlPath
 from rbd_ros.node.heap import freeze_heap
@@ -62,6 +58,11 @@ from rbd_ros.node.services import create_dynamics_services
 from rbd_ros.node.stats import Stats
 from rbd_ros.node.worker_client import WorkerClient
 
+try:    # rbd_ros_interfaces may be missing (the node says so at start-up): no ~/contacts then
+    from rbd_ros_interfaces.msg import Contacts
+except ImportError:     # pragma: no cover - a broken install
+    Contacts = None
+
 DEFAULT_NAME = names.DEFAULT_NAME
 
 # Executors wake on work and on shutdown; this timeout only bounds an idle wait.  Each
@@ -69,10 +70,31 @@ DEFAULT_NAME = names.DEFAULT_NAME
 # control thread then waits for: at 10 Hz (0.1 s) that delayed ~1 % of the messages.
 IDLE_WAKE_S = 1.0
 
+# The service worker starts once the control path has published its first output (its
+# start -- ~1 s of CPU in imports, then its kernels -- would compete with the node's last
+# steps before it), at the latest WORKER_WAIT_S after spinning began, and after
+# WORKER_GRACE_S if nothing publishes joint states by then (no first output is coming soon).
+WORKER_WAIT_S = 1.0
+WORKER_GRACE_S = 0.3
+WORKER_POLL_S = 0.02
+
 
 def _plain(value):
     """A parameter value as the table checks it (arrays as lists)."""
     return list(value) if not isinstance(value, (str, bytes, bool, int, float)) and value is not None else value
+
+
+def worker_start_reason(outputs: int, waited: float, publishers):
+    """Why the service worker may start now, or None to wait (see WORKER_WAIT_S):
+    ``outputs`` published so far, ``waited`` s since spinning began, ``publishers()`` the
+    number of joint_states publishers (asked only once WORKER_GRACE_S has passed)."""
+    if outputs > 0:
+        return "the first output is out"
+    if waited >= WORKER_WAIT_S:
+        return f"no output after {WORKER_WAIT_S:g} s"
+    if waited >= WORKER_GRACE_S and publishers() == 0:
+        return f"nothing publishes joint states after {WORKER_GRACE_S:g} s"
+    return None
 
 
 class DynamicsNode:
@@ -101,7 +123,7 @@ class DynamicsNode:
 
         p = params.startup_params(n, self.log, self.stats.error)
         self.control_executor_kind = p.control_executor
-        self.control_path = ControlPath(n, self.stats, self.log, p)
+        self.control_path = ControlPath(n, self.stats, self.log, p, terms.TERMS)
         self.models = ModelManager(self.control_path.bind, lambda: self.control_path.runtime, self._on_model,
                                    self.log, self.stats.error)
         self.models.read_startup_payloads(p)
@@ -144,6 +166,16 @@ class DynamicsNode:
         self.sub_desired = self.control.create_subscription(
             JointTrajectory, n.resolve_topic_name(names.TOPIC_DESIRED),
             self.control_path.on_desired, qos.QOS_DESIRED)
+        # contacts (a floating base on its feet): the base state and the contact set, in
+        # the control thread too (they are read by the joint states' callback)
+        self.sub_base = self.sub_contacts = None
+        if p.base_state_topic:
+            self.sub_base = self.control.create_subscription(
+                Odometry, n.resolve_topic_name(p.base_state_topic), self.control_path.on_base_state, js_qos)
+        if Contacts is not None:
+            self.sub_contacts = self.control.create_subscription(
+                Contacts, n.resolve_topic_name(names.TOPIC_CONTACTS), self.control_path.on_contacts,
+                qos.QOS_DESIRED)
         self.log.info(
             f"listening on {js_topic} ({'reliable' if p.joint_states_reliable else 'best effort'})"
             f", publishing {n.resolve_topic_name(names.TOPIC_GRAVITY)} and friends")
@@ -225,7 +257,7 @@ class DynamicsNode:
         return self.models.set_payloads(changes)
 
     def _on_reset_observer(self, request, response):
-        response.success = self.control_path.step.reset_observer(self.runtime)
+        response.success = self.control_path.reset_observer()
         response.message = "observer restarts at the next joint state" if response.success else \
             "the observer is off (parameter observer, or no model yet)"
         return response
@@ -283,7 +315,9 @@ class DynamicsNode:
     def _on_estimate_payload(self, request, response):
         """~/estimate_payload (payload_estimation.py), in the background thread."""
         try:
-            response = payload_estimation.answer(self.runtime, request, response,
+            b = self.control_path.bound      # the Robot and its window of recent joint states, together
+            rt, window = (b.rt, b.bound.by_key["recent"].window) if b is not None else (None, None)
+            response = payload_estimation.answer(rt, window, request, response,
                                                  params.read(self.node).payload_cutoff, time.monotonic(),
                                                  self.set_payloads, self.log)
         except Exception as e:  # never let a request kill the node
@@ -313,16 +347,48 @@ class DynamicsNode:
                  self.node.resolve_topic_name(names.TOPIC_TRAJECTORY_OUT))
         if p.service_process:
             self.worker = WorkerClient(self.node.get_fully_qualified_name(), p.numba_threads,
-                                       self.log, on_error=self.stats.error, relay=relay)
+                                       self.log, on_error=self.stats.error, relay=relay,
+                                       held_state=self.held_state)
             rt = self.runtime
             if rt is not None:
                 self.worker.send_model(self.models.source[0], rt.source, rt.options)
-            self.worker.start(expect_model=rt is not None)
+            if rt is None:
+                self.worker.start(expect_model=False)
+            else:
+                self._start_worker_after_first_output()
         else:
             self.services = create_dynamics_services(
-                self.node, self.node.get_fully_qualified_name(), lambda: self.runtime, self.log)
-            self.relay = TrajectoryRelay(self.node, *relay, lambda: self.runtime, self.log)
+                self.node, self.node.get_fully_qualified_name(), lambda: self.runtime, self.log,
+                extra=planner_services.table(self.held_state) + constrained_services.table(self.held_state))
+            self.relay = TrajectoryRelay(self.node, *relay, lambda: self.runtime, self.log,
+                                         held=self.held_state)
             self.services_ready = True
+
+    def _start_worker_after_first_output(self) -> None:
+        """Start the service worker (it has the model) from a timer of the background
+        executor, when ``worker_start_reason`` gives one (counted from the timer's first
+        run); logs the reason."""
+        since = []
+
+        def check():
+            now = time.monotonic()
+            if not since:
+                since.append(now)
+            reason = worker_start_reason(self.stats.msgs_out, now - since[0],
+                                         lambda: self.node.count_publishers(self.sub_js.topic_name))
+            if reason is None:
+                return
+            timer.cancel()
+            self.node.destroy_timer(timer)
+            self.log.info(f"starting the service worker: {reason}")
+            self.worker.start(expect_model=True)
+
+        timer = self.node.create_timer(WORKER_POLL_S, check)
+
+    def held_state(self) -> dict:
+        """The latest joint state, for the joints a planner request or a relayed trajectory
+        does not name (held_state.py); any thread."""
+        return held_state.snapshot(self.runtime, time.monotonic())
 
     def services_state(self):
         """(text for diagnostics, error or None)."""
@@ -331,7 +397,8 @@ class DynamicsNode:
         if error:
             return "off", error
         ready = w.ready if w is not None else self.services_ready
-        where = f" (worker pid {w.pid})" if w is not None else " (in process)"
+        where = " (in process)" if w is None else f" (worker pid {w.pid})" if w.pid is not None \
+            else " (worker starts after the first output)"
         return ("on" if ready else "starting") + where, None
 
     # ------------------------------------------------------------ diagnostics
@@ -346,7 +413,7 @@ class DynamicsNode:
             self.max_state_age, services=text, services_error=error,
             command_friction=bool(params.read(self.node).command_friction),
             payload_rejected=self.payload_rejected,
-            command=self.control_path.command_diagnostics(now), relay=relay)
+            command=self.control_path.diagnostics(now), relay=relay)
         self.pub_diag.publish(diagnostics.as_array(status, self.node.get_clock().now().to_msg()))
 
     # ---------------------------------------------------------------- running

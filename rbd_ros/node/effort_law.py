@@ -35,6 +35,20 @@ robot whose base is fixed there.  The point's ``effort`` and ``time_from_start``
 ignored: the point is the desired state now (its age counts from its local receive
 time).  A new model (robot_description, payload, a structural parameter) keeps the
 desired state when it names every output joint of the new model (``adopt``).
+
+Closed loops (the Robot's ``loops``, loops.py): RNEA(q, q̇, q̈) is replaced by the actuator
+torques of ``rbd.constrained_inverse_dynamics`` at (q, q̇, q̈) whose passive accelerations
+follow from J q̈ + γ = 0 (the commanded q̈ covers the actuated joints); for the
+feed-forward, the desired state's passive positions and velocities are closed from its
+actuated ones first (seeded by the measured ones).  Loops that cannot be closed, or a
+state near a singular configuration, give no command (FAILED).
+
+Contacts (the Robot's ``contacts``, contacts.py): the same hooks, with the joint torques
+of ``rbd.constrained_inverse_dynamics`` on the current contacts (friction cones) at
+(q, q̇, q̈) whose base acceleration follows from J q̈ + γ = 0 (the commanded q̈ covers the
+joints); the base's pose and twist are the measured ones (the base state), also in the
+feed-forward (computed when the desired state is first used, with the base state of
+then).  A motion the cones cannot realise gets the torques of the least-violating forces.
 """
 from __future__ import annotations
 
@@ -62,13 +76,6 @@ FALLBACK_MISSING = "no desired state received"
 FALLBACK_STALE = "desired state older than max_desired_age"
 
 FAILED = -1  # command(): the result was not finite (nothing to publish)
-
-
-def float_buffer(n: int) -> tuple[array.array, np.ndarray]:
-    """A float64 array.array (what rclpy messages hold without copying) and a numpy view on
-    it (runtime.py's output buffers use it too)."""
-    buf = array.array("d", bytes(8 * n))
-    return buf, np.frombuffer(buf, dtype=np.float64)
 
 
 def _f64(x) -> np.ndarray:
@@ -248,11 +255,12 @@ def make_settings(p, rt) -> Settings:
 # --------------------------------------------------------------------------- law
 
 class CommandLaw:
-    """Desired state and command buffers of one Robot (``rt``: dof_names, dof_index,
-    dof_q, dof_v, out_v, mimic, model, q, v).  Used by the control thread only, except
+    """The desired state of one Robot (``rt``: dof_names, dof_index, dof_q, dof_v, out_v,
+    mimic, model, q, v) and the law writing into ``cmd`` and ``ff`` (numpy arrays of
+    ``rt.nout``: the command term's buffers).  Used by the control thread only, except
     ``settings``, which the background thread replaces as one object."""
 
-    def __init__(self, rt):
+    def __init__(self, rt, cmd: np.ndarray, ff: np.ndarray):
         self.rt = rt
         model = rt.model
         nv, n = model.nv, rt.nout
@@ -274,9 +282,11 @@ class CommandLaw:
         self.a_cmd = np.zeros(nv)
         self.tau = np.zeros(nv)         # RNEA result of the command (computed_torque)
         self.tau_ff = np.zeros(nv)      # RNEA result of the feed-forward
-        # outputs: the Robot's cmd and ff buffers (numpy views of what the messages hold)
-        self.cmd = rt.arrays["cmd"]
-        self.ff = rt.arrays["ff"]
+        # outputs: numpy views of what the messages hold
+        self.cmd = cmd
+        self.ff = ff
+        # closed loops (loops.Loops) or contacts (contacts.Contacts): their torques instead of RNEA's
+        self.loops = rt.contacts if rt.contacts is not None else rt.loops
         self._cache: dict = {}
         self._required = frozenset(rt.dof_index[nm] for nm in rt.out_names)
 
@@ -396,29 +406,37 @@ class CommandLaw:
         _ff_state_k(rt.q, rt.v, self.qd, self.vd, self.named, rt.dof_q, rt.dof_v,
                     self.q_ff, self.v_ff)
         model = rt.model
+        lp = self.loops
+        tau = self.tau_ff
         try:
-            rbd.rnea_into(model, self.q_ff, self.v_ff, self.ad, self.tau_ff)
-        except ValueError:      # not finite
+            if lp is None:
+                rbd.rnea_into(model, self.q_ff, self.v_ff, self.ad, tau)
+            else:       # the passive joints of the desired state from the loops (seeded by the measured ones)
+                lp.close(self.q_ff, self.v_ff)
+                lp.torques(self.q_ff, self.v_ff, lp.bias_state(self.q_ff, self.v_ff, self.ad))
+                tau = lp.tau
+        except ValueError:      # not finite; loops that cannot be closed or near a singular configuration
             return False
-        r = _finish_k(self.tau_ff, self.out_v, self.v_ff, self.out_v, False, s.hold,
+        r = _finish_k(tau, self.out_v, self.v_ff, self.out_v, False, s.hold,
                       s.friction, self.damping, self.friction, s.eps, False, s.limit, self.ff)
         if r < 0:
             return False
         self._ff_for = s
         return True
 
-    def command(self, now: float, s: Settings):
-        """The command for the measured state (rt.q, rt.v; rt.g computed) into ``cmd``.
-        Returns (number of clamped joints or FAILED, fallback reason or None)."""
+    def command(self, now: float, s: Settings, g: np.ndarray):
+        """The command for the measured state (rt.q, rt.v) into ``cmd``; ``g``: g(q) in
+        ``joints`` order (the gravity and hold laws use it).  Returns (number of clamped
+        joints or FAILED, fallback reason or None)."""
         rt = self.rt
         reason = self.fallback_reason(now, s)
         if reason is not None:
-            r = _finish_k(rt.g, self.sel_out, rt.v, self.out_v, True, s.hold, False,
+            r = _finish_k(g, self.sel_out, rt.v, self.out_v, True, s.hold, False,
                           self.damping, self.friction, s.eps, s.clamp, s.limit, self.cmd)
             return r, reason
         mode = s.mode
         if mode == MODE_GRAVITY:
-            r = _finish_k(rt.g, self.sel_out, rt.v, self.out_v, False, s.hold, s.friction,
+            r = _finish_k(g, self.sel_out, rt.v, self.out_v, False, s.hold, s.friction,
                           self.damping, self.friction, s.eps, s.clamp, s.limit, self.cmd)
         elif mode == MODE_FEEDFORWARD:
             if not self.feedforward(s):
@@ -429,18 +447,24 @@ class CommandLaw:
             model = rt.model
             _accel_k(rt.q, rt.v, self.qd, self.vd, self.ad, self.named, rt.dof_q, rt.dof_v,
                      s.kp, s.kd, self.a_cmd)
+            lp = self.loops
+            tau = self.tau
             try:
-                rbd.rnea_into(model, rt.q, rt.v, self.a_cmd, self.tau)
-            except ValueError:  # not finite
+                if lp is None:
+                    rbd.rnea_into(model, rt.q, rt.v, self.a_cmd, tau)
+                else:   # the passive accelerations from J q̈ + γ = 0
+                    lp.torques(rt.q, rt.v, lp.bias_state(rt.q, rt.v, self.a_cmd))
+                    tau = lp.tau
+            except ValueError:  # not finite (or near a singular configuration)
                 return FAILED, None
-            r = _finish_k(self.tau, self.out_v, rt.v, self.out_v, False, s.hold, s.friction,
+            r = _finish_k(tau, self.out_v, rt.v, self.out_v, False, s.hold, s.friction,
                           self.damping, self.friction, s.eps, s.clamp, s.limit, self.cmd)
         return r, None
 
     def warm_kernels(self) -> None:
         """Compile the law's own kernels, not the core's RNEA (``rbd.rnea_into``, called from
         Python here): what the first start's helper process compiles into numba's disk
-        cache while the node compiles RNEA (``warmup.warm_control_path``).  Same argument
+        cache while the node compiles RNEA (``model_build.warm_control_path``).  Same argument
         types as the real calls; leaves no desired state."""
         rt = self.rt
         names = list(rt.out_names)
@@ -467,7 +491,7 @@ class CommandLaw:
                      limit=np.full(rt.nout, np.inf), limit_source="URDF")
         self.set_desired(list(rt.out_names), [0.0] * rt.nout, [], [], 0.0)
         self.feedforward(s)
-        self.command(0.0, s)
+        self.command(0.0, s, self.cmd)
         self.clear_desired()
         self.cmd[:] = 0.0
         self.ff[:] = 0.0

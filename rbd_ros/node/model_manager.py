@@ -18,6 +18,8 @@ import numpy as np
 import rbd_ros.core as rbd
 from rbd_ros.node import model_build as mb
 from rbd_ros.node import payload as pl
+from rbd_ros.node.contacts import contact_options
+from rbd_ros.node.logs import log_at
 
 
 def friction_eps(p) -> float:
@@ -62,9 +64,13 @@ class ModelManager:
         rt = self.current()
         payloads = rt.options.get("payloads", {}) if rt is not None else self.startup_payloads
         with self.lock:
+            constraints = mb.read_constraints_file(p.constraints_file) if p.constraints_file else ()
+            contacts = contact_options(p.contacts, p.contact_type, p.friction_coefficient, p.sole_size)
             new = mb.build_robot(text, floating_base=p.floating_base, mimic=p.mimic, gravity=p.gravity,
                                  joints=p.joints, source=where, armature=p.armature, payloads=payloads,
-                                 friction_velocity_eps=friction_eps(p))
+                                 friction_velocity_eps=friction_eps(p), actuated=p.actuated_joints,
+                                 constraints=constraints, initial_positions=p.initial_positions,
+                                 loop_cond_limit=p.loop_cond_limit, contacts=contacts)
         self.check(new, rt)
         return new
 
@@ -134,5 +140,5 @@ class ModelManager:
         return f"payloads now: {mb.payloads_text(new_rt.model)} (model mass {new_rt.model.mass:.4g} kg)"
 
     def _error(self, text: str, level: str) -> None:
-        getattr(self.log, level)(text)
+        log_at(self.log, level, text)
         self.on_error(text)

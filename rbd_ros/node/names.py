@@ -10,12 +10,16 @@ DEFAULT_NAME = "rbd_dynamics"
 TOPIC_JOINT_STATES = "joint_states"
 TOPIC_DESCRIPTION = "robot_description"
 TOPIC_DESIRED = "~/desired_state"               # trajectory_msgs/JointTrajectory, one point
+TOPIC_CONTACTS = "~/contacts"                   # rbd_ros_interfaces/Contacts: the links in contact now
+# (the base state's topic is the parameter base_state_topic: nav_msgs/Odometry)
 # outputs of the control path
 TOPIC_GRAVITY = "~/gravity_torques"
 TOPIC_GRAVITY_STATE = "~/gravity_torques_state"
 TOPIC_BIAS = "~/bias_torques"
 TOPIC_BIAS_STATE = "~/bias_torques_state"
 TOPIC_INERTIA = "~/inertia_matrix"
+TOPIC_CONSTRAINT_FORCES = "~/constraint_forces"  # rbd_ros_interfaces/ConstraintForces (closed loops: λ)
+TOPIC_CONTACT_FORCES = "~/contact_forces"       # rbd_ros_interfaces/ConstraintForces (contacts: λ per contact)
 TOPIC_EFFORT_COMMAND = "~/effort_command"       # for forward_command_controller ~/commands
 TOPIC_EFFORT_COMMAND_STATE = "~/effort_command_state"
 TOPIC_FEEDFORWARD = "~/feedforward_torques"     # on each desired state
@@ -31,6 +35,10 @@ SRV_ID = "~/inverse_dynamics"
 SRV_ID_TRAJ = "~/inverse_dynamics_trajectory"
 SRV_FD = "~/forward_dynamics"
 SRV_FD_TRAJ = "~/forward_dynamics_trajectory"
+SRV_RETIME = "~/retime_trajectory"              # rbd_ros_interfaces/srv/RetimeTrajectory (planner_services.py)
+SRV_PAYLOAD_CAPACITY = "~/payload_capacity"     # rbd_ros_interfaces/srv/PayloadCapacity
+SRV_CID = "~/constrained_inverse_dynamics"      # rbd_ros_interfaces/srv/ConstrainedInverseDynamics
+SRV_CFD = "~/constrained_forward_dynamics"      # rbd_ros_interfaces/srv/ConstrainedForwardDynamics
 # payloads at run time (dynamics_node.py, payload.py)
 TOPIC_PAYLOAD = "~/payload"                     # geometry_msgs/InertiaStamped, latched
 SRV_SET_PAYLOAD = "~/set_payload"               # rbd_ros_interfaces/srv/SetPayload

@@ -45,6 +45,8 @@ G_MODEL, G_OUT, G_CMD, G_ROBOT, G_OBS, G_EST, G_PROC = ("Robot model", "Outputs"
                                                         "Real-robot terms", "Contact (momentum observer)",
                                                         "Payload estimation (~/estimate_payload)",
                                                         "Processes and executors")
+G_LOOPS = "Closed loops (parallel mechanisms)"
+G_CONTACTS = "Contacts (legged robots on the ground)"
 
 TABLE = (
     Param("robot_description", STRING, "", "URDF XML of the robot. Non-empty: used instead of waiting for the "
@@ -52,16 +54,53 @@ TABLE = (
     Param("urdf_file", STRING, "", "Path of a URDF file, or the name of a robot bundled with rbd_ros (rbd_arm7). "
           "Used when robot_description is empty.", G_MODEL, structural=True),
     Param("joints", STRINGS, [], "Output joint order (and subset) of the torque and inertia topics; empty: every "
-          "DOF of the model in model order. DOF names: a 1-DOF joint is its joint name; a planar joint gives "
+          "DOF of the model in model order (with closed loops: actuated_joints). DOF names: a 1-DOF joint is its "
+          "joint name; a planar joint gives "
           "<joint>/x, <joint>/y, <joint>/theta.", G_MODEL, structural=True,
           example=["joint1", "joint2", "joint3", "joint4", "joint5", "joint6", "joint7"]),
     Param("gravity", DOUBLES, [0.0, 0.0, -9.81], "Gravity vector in the root/world frame; tilt it for wall or "
           "inclined mounts.", G_MODEL, unit="m/s^2", range=(-1e4, 1e4), length=3, structural=True),
-    Param("floating_base", BOOL, False, "Add a free-flyer root joint (legged/mobile robots). The topic path keeps "
-          "the base at the world origin, upright and at rest; the single-state services take base_pose etc.",
+    Param("floating_base", BOOL, False, "Add a free-flyer root joint (legged/mobile robots). Without contacts the "
+          "topic path keeps the base at the world origin, upright and at rest (with contacts: base_state_topic); the "
+          "single-state services take base_pose etc.",
           G_MODEL, structural=True),
     Param("mimic", BOOL, True, "Honour URDF <mimic> joints (not DOFs; their torque folds into the master). "
           "false: mimic joints are independent DOFs.", G_MODEL, structural=True),
+    # closed loops (loops.py; doc/constraints.md)
+    Param("actuated_joints", STRINGS, [], "The joints driven by actuators; required when the model has closed loops "
+          "(URDF <constraint> elements or constraints_file), ignored otherwise. The other joints are passive: "
+          "joint_states may leave them out (the node completes them; one it receives only seeds that), and `joints` "
+          "defaults to these.", G_LOOPS, structural=True, example=["shoulder1", "shoulder2", "shoulder3"]),
+    Param("constraints_file", STRING, "", "Path of a YAML file of loop closures added to the URDF's (for robots "
+          "whose URDF cannot be edited; doc/constraints.md).", G_LOOPS, structural=True),
+    Param("initial_positions", DOUBLES, [], "Closed loops: one position per joint DOF in model order, from which "
+          "the loops are closed when the model is loaded (it picks the assembly branch; a model whose loops cannot "
+          "be closed there is refused); empty: zero.", G_LOOPS, unit="rad or m", range=(-1e6, 1e6),
+          structural=True, example=[0.0, 0.0, 0.0]),
+    Param("loop_cond_limit", DOUBLE, 1000.0, "Closed loops: a joint state whose passive-joint block J_P has a "
+          "condition estimate above this is near a singular configuration, where actuator torques diverge: nothing "
+          "is published for it (diagnostics name the constraint).", G_LOOPS, range=(1.0, 1e12)),
+    # contacts (contacts.py; doc/contacts.md)
+    Param("contacts", STRINGS, [], "Floating base: the links in contact with the ground by default (e.g. the four "
+          "feet); ~/contacts replaces the set per step. Non-empty: g, b and the effort command are the joint torques "
+          "that hold or move the robot on its contacts (friction cones), ~/contact_forces the forces, and the base "
+          "comes from base_state_topic. Empty: no contacts (the base held at the origin).", G_CONTACTS,
+          structural=True, example=["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"]),
+    Param("contact_type", STRINGS, [], "One value, or one per entry of contacts: point (a point foot, 3 force "
+          "rows) or flat (a sole: a weld, 6 rows, its centre of pressure inside sole_size); empty: point.",
+          G_CONTACTS, structural=True, example=["point"]),
+    Param("friction_coefficient", DOUBLE, 0.7, "Coulomb friction coefficient of the contacts (the pyramid inscribed "
+          "in the cone, |f_t| <= mu/sqrt(2) f_n per axis; 0: frictionless, normal forces only); ~/contacts may give "
+          "one per link.", G_CONTACTS, range=(0.0, 1e3), structural=True),
+    Param("sole_size", DOUBLES, [], "Flat contacts: the sole's [length x, width y] about the link's origin (the "
+          "centre of pressure stays inside it).", G_CONTACTS, unit="m", range=(1e-6, 1e3), structural=True,
+          example=[0.2, 0.13]),
+    Param("base_state_topic", STRING, "base_state", "Contacts: the base state (nav_msgs/Odometry: child_frame_id = "
+          "the model's root link, pose in the world, twist in the base frame). Empty: none (the contact outputs then "
+          "never start).", G_CONTACTS, read_only=True),
+    Param("max_base_state_age", DOUBLE, 0.1, "Contacts: a base state received longer ago than this stops the "
+          "contact outputs (g, b, effort command, contact forces) until a fresh one arrives (0: no age limit).",
+          G_CONTACTS, unit="s", range=(0.0, 3600.0)),
     Param("publish_bias", BOOL, True, "Also publish the bias torques C(q,qd)qd + g(q).", G_OUT),
     Param("publish_inertia", BOOL, True, "Also publish the joint-space inertia matrix H(q).", G_OUT),
     Param("joint_states_reliable", BOOL, False, "Subscribe to joint_states with reliable QoS (depth 10) instead "
@@ -117,6 +156,11 @@ TABLE = (
     Param("observer_torque_source", STRING, "measured", "The joint torques the observer compares with the "
           "dynamics: measured = JointState.effort (required then); commanded = the node's own ~/effort_command "
           "(it then covers every DOF).", G_OBS, choices=("measured", "commanded")),
+    Param("observer_torque_held", BOOL, False, "How the torques vary between two joint states. false: they are "
+          "samples of a signal that changes in between (a torque sensor; a driver that controls faster than it "
+          "publishes, e.g. rbd_ros.sim at 1 kHz publishing at 500 Hz): the trapezoid rule. true: each was applied "
+          "constant over the whole step that ends at its sample (a driver that publishes every control period the "
+          "torque it applied in it): integrated exactly.", G_OBS),
     Param("observer_friction", BOOL, False, "Subtract the URDF joint friction law from the torques (motor-side "
           "torques: commanded, or current x torque constant).", G_OBS),
     Param("observer_max_gap", DOUBLE, 0.05, "A longer gap between joint states (or a jump in q, a model swap, "

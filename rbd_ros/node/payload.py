@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from rbd_ros.core.robot_terms import check_payload
+from rbd_ros.core.model.robot_terms import check_payload
 
 DEFAULT_FRICTION_VELOCITY_EPS = 0.01
 

@@ -5,16 +5,16 @@ and optionally applied as the node's payload on that link.
 No rclpy here: ``answer`` fills the service response; the node calls it in its
 background thread (never the control thread) with the Robot in use.  Steps:
 
-1. the rows of the Robot's ``recent`` buffer (recent.py: messages that carried a
+1. the rows of the window of recent joint states (recent.py: messages that carried a
    position, a velocity and an effort for every DOF) received in the last ``seconds``;
 2. their header stamps as the time base when they are positive and strictly
    increasing (the robot's clock: right under simulated time too), else the
    receive times;
-3. ``rbd_ros.core.signals.prepare``: zero-phase low-pass at ``payload_cutoff``,
+3. ``rbd_ros.core.estimation.signals.prepare``: zero-phase low-pass at ``payload_cutoff``,
    qdd by central differences, decimation (as ``rbd_identify`` does); gaps up to
    ``GAP_CUTOFFS / payload_cutoff`` s (messages lost in a burst) are bridged by linear
    interpolation (the filter keeps nothing that fast), longer ones split the data;
-4. ``rbd_ros.core.payload_identification.identify_payload`` on the model in use
+4. ``rbd_ros.core.estimation.payload_identification.identify_payload`` on the model in use
    *without* the payload it may already carry on ``link`` (the estimate is the whole
    load on the link, and applying it replaces that payload), with the model's
    friction and armature, refused above condition number ``MAX_CONDITION``;
@@ -35,10 +35,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rbd_ros.core import registry
-from rbd_ros.core.identification import ExcitationError
-from rbd_ros.core.payload_identification import identify_payload
-from rbd_ros.core.signals import RecordingError, prepare
+from rbd_ros.core.calls import registry
+from rbd_ros.core.estimation.identification import ExcitationError
+from rbd_ros.core.estimation.payload_identification import identify_payload
+from rbd_ros.core.estimation.signals import RecordingError, prepare
 from rbd_ros.node import payload as pl
 from rbd_ros.node import warmup
 from rbd_ros.node.services import NO_MODEL, friction_eps
@@ -91,9 +91,12 @@ def _newest(rec) -> float:
     return float(rec.data[row, -1])
 
 
-def _check_request(rt, link, seconds):
+def _check_request(rt, rec, link, seconds):
     if rt is None:
         raise EstimateError(NO_MODEL)
+    if rt.loops is not None:
+        raise EstimateError("the model has closed loops: the payload estimation needs a kinematic tree (every joint "
+                            "measured, with its torque)")
     if rt.floating:
         raise EstimateError("the model has a floating base: the node keeps it at rest at the origin and receives no "
                             "base motion, so a payload cannot be estimated from joint states alone")
@@ -108,7 +111,6 @@ def _check_request(rt, link, seconds):
         raise EstimateError(f"link: {link!r} is fixed to the world: a payload there moves no joint")
     if not (math.isfinite(seconds) and seconds > 0):
         raise EstimateError(f"seconds: expected a number > 0 (s of recent joint states), got {seconds!r}")
-    rec = rt.recent
     if rec is None:
         raise EstimateError("parameter payload_window is 0: the node keeps no joint states to estimate from "
                             "(set it to the seconds to keep)")
@@ -134,12 +136,13 @@ def compile_kernels(log=None) -> None:
         warmup.wait_for_helper(helper, lambda: False, timeout=600.0)
 
 
-def estimate(rt, link: str, seconds: float, cutoff: float, now: float, log=None) -> Result:
+def estimate(rt, rec, link: str, seconds: float, cutoff: float, now: float, log=None) -> Result:
     """The payload on ``link`` from Robot ``rt``'s joint states received in the last
-    ``seconds`` before ``now`` (monotonic s), filtered at ``cutoff`` Hz.  EstimateError
+    ``seconds`` before ``now`` (monotonic s), held by ``rec`` (recent.RecentStates, None
+    while payload_window is 0), filtered at ``cutoff`` Hz.  EstimateError
     naming the field; ImportError without scipy.  ``log``: says when kernels compile."""
     seconds = float(seconds)
-    rec = _check_request(rt, link, seconds)
+    rec = _check_request(rt, rec, link, seconds)
     w = rec.rows_since(now - seconds)
     if w is None:
         raise EstimateError(_no_rows_text(rt, rec, seconds, now))
@@ -214,13 +217,14 @@ def _freeze_imports() -> None:
         _frozen = True
 
 
-def answer(rt, request, response, cutoff: float, now: float, set_payloads, log=None):
+def answer(rt, rec, request, response, cutoff: float, now: float, set_payloads, log=None):
     """Fill an EstimatePayload response for ``request`` (link, seconds, apply) from Robot
-    ``rt`` (module docstring); ``set_payloads(list of payload.Payload) -> text`` applies
-    (ModelManager.set_payloads).  Returns the response."""
+    ``rt`` and its window of recent joint states ``rec`` (module docstring);
+    ``set_payloads(list of payload.Payload) -> text`` applies (ModelManager.set_payloads).
+    Returns the response."""
     response.applied = False
     try:
-        res = estimate(rt, request.link, request.seconds, cutoff, now, log)
+        res = estimate(rt, rec, request.link, request.seconds, cutoff, now, log)
     except EstimateError as e:
         _freeze_imports()
         response.success, response.message = False, str(e)

@@ -8,13 +8,23 @@ process (service_worker.py), defined once for both sides.
   (``model_command`` / ``parse_model_command``):
   ``{"urdf": ..., "where": ..., "floating_base": ..., "mimic": ..., "gravity": [...],
   "armature": {dof name: value}, "payloads": [{"link", "mass", "com", "inertia"}, ...],
-  "friction_velocity_eps": ...}`` (the last three optional: none, none, 0.01).
+  "friction_velocity_eps": ..., "loops": {"actuated": [...], "constraints": [...],
+  "initial_positions": [...], "loop_cond_limit": ...}, "contacts": {"links": [...], "types":
+  [...], "mu": ..., "sole": [...]}}`` (the last five optional: none, none, 0.01, no loops of
+  the node's own, no contacts; constraints as model_build.constraint_dict, contacts as
+  contacts.contact_options);
+  ``{"state_reply": id, "names": [...], "positions": [...], "age_s": s}`` or
+  ``{"state_reply": id, "error": ...}`` (both with ``"contacts": {"links", "normals",
+  "friction"}`` when the node has contacts: the set in use): the node's latest joint state,
+  the answer to a ``state_request`` (``state_reply`` / ``parse_state_reply``; held_state.py).
   Closing stdin tells the worker to exit.
 * worker -> node (stdout), one JSON object per line (``event_*`` / ``parse_event``):
   ``{"event": "ready"}`` once its services exist;
   ``{"event": "model", "ok": true, "name": ..., "dof": ...}`` or
   ``{"event": "model", "ok": false, "error": ...}`` after each model command;
-  ``{"event": "relay", "relayed": n, "refused": m}`` (totals) after each relayed trajectory.
+  ``{"event": "relay", "relayed": n, "refused": m}`` (totals) after each relayed trajectory;
+  ``{"event": "state_request", "id": k}``: a request needs the node's latest joint state
+  (the joints it does not name are held there).
 """
 from __future__ import annotations
 
@@ -28,6 +38,8 @@ WORKER_MODULE = "rbd_ros.node.service_worker"
 EVENT_READY = "ready"
 EVENT_MODEL = "model"
 EVENT_RELAY = "relay"
+EVENT_STATE_REQUEST = "state_request"
+_STATE_REPLY_HEAD = '{"state_reply": '   # how a state reply line starts (json.dumps keeps key order)
 
 
 @dataclass(frozen=True)
@@ -50,14 +62,20 @@ def parse_argv(argv) -> WorkerArgs:
 
 
 def model_command(urdf: str, where: str, floating_base: bool, mimic: bool, gravity,
-                  armature=None, payloads=(), friction_velocity_eps=None) -> str:
-    """``armature``: {DOF name: value}; ``payloads``: payload.Payload objects."""
+                  armature=None, payloads=(), friction_velocity_eps=None, loops=None, contacts=None) -> str:
+    """``armature``: {DOF name: value}; ``payloads``: payload.Payload objects; ``loops``:
+    Robot.options["loops"] (plain data) or None; ``contacts``: Robot.options["contacts"] or
+    None."""
     cmd = {"urdf": urdf, "where": where, "floating_base": bool(floating_base),
            "mimic": bool(mimic), "gravity": [float(x) for x in gravity],
            "armature": {str(k): float(x) for k, x in (armature or {}).items()},
            "payloads": [p.as_dict() for p in payloads]}
     if friction_velocity_eps is not None:
         cmd["friction_velocity_eps"] = float(friction_velocity_eps)
+    if loops:
+        cmd["loops"] = loops
+    if contacts:
+        cmd["contacts"] = contacts
     return json.dumps(cmd)
 
 
@@ -71,7 +89,9 @@ def parse_model_command(line: str) -> dict:
             "gravity": cmd["gravity"], "armature": dict(cmd.get("armature") or {}),
             "payloads": {p.link: p for p in payloads},
             "friction_velocity_eps": float(cmd.get("friction_velocity_eps",
-                                                   DEFAULT_FRICTION_VELOCITY_EPS))}
+                                                   DEFAULT_FRICTION_VELOCITY_EPS)),
+            **({"contacts": cmd["contacts"]} if cmd.get("contacts") else {}),
+            **(cmd.get("loops") or {})}
 
 
 def event_ready() -> str:
@@ -96,3 +116,21 @@ def parse_event(line: str):
     except ValueError:
         return None
     return ev if isinstance(ev, dict) and "event" in ev else None
+
+
+def event_state_request(k: int) -> str:
+    return json.dumps({"event": EVENT_STATE_REQUEST, "id": int(k)})
+
+
+def state_reply(k: int, snapshot: dict) -> str:
+    """The node's answer to state request ``k``: a held_state.snapshot dict."""
+    return json.dumps({"state_reply": int(k), **snapshot})
+
+
+def parse_state_reply(line: str):
+    """(id, snapshot dict) if ``line`` is a state reply, else None (a model command).
+    Looks at the start of the line only: model lines carry a whole URDF."""
+    if not line.startswith(_STATE_REPLY_HEAD):
+        return None
+    d = json.loads(line)
+    return int(d.pop("state_reply")), d

@@ -2,8 +2,8 @@
 (q, qd, measured efforts, header stamp, receive time), model order, of the last
 ``payload_window`` seconds, at most ``payload_max_rate`` rows a second.
 
-Written by the control thread (``ControlStep.joint_state``: ``add`` after each merged
-message), read by the background thread (``rows_since``); no lock.  ``add`` keeps a
+Written by the control thread (the ``PayloadWindow`` term of terms.py: ``add`` after each
+merged message), read by the background thread (``rows_since``); no lock.  ``add`` keeps a
 message only when it carried a position, a velocity and a finite effort for every DOF
 of the model (so each row is one consistent sample); it allocates nothing (one numba
 call writes the row).  Messages faster than ``payload_max_rate`` are thinned (a token

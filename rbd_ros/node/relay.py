@@ -15,12 +15,18 @@ both topic names (its namespace and remappings apply) and hands them to the
 worker.  With ``service_process: false`` the relay runs on the node's
 background executor like the services.
 
+Joints: by name, in any order; a trajectory may name a subset of the model's joints
+(a planning group's, as ``~/retime_trajectory`` returns it), the others are then
+held at the latest joint state the node received, at rest (held_state.py).  The
+relayed trajectory names the same joints as the one received.
+
 Refusals (nothing is published for that trajectory, one logged line with the
 reason): a point whose ``velocities`` or ``accelerations`` do not have one
 value per joint (the relay does not guess missing derivatives, unlike the
 service, which reads empty arrays as zeros), a floating-base model (the relay
-has no base state), and anything the ID service itself refuses (unknown or
-missing joints, NaN, wrong lengths, no model yet).
+has no base state), joints left out before any joint state arrived, and
+anything the ID service itself refuses (unknown joints, NaN, wrong lengths, no
+model yet).
 """
 from __future__ import annotations
 
@@ -49,9 +55,12 @@ class TrajectoryRelay:
     """Subscription ``in_topic`` -> inverse dynamics -> publisher ``out_topic`` on ``node``.
 
     get_runtime() returns the current Robot (or None); ``on_count(relayed, refused)``
-    (optional) is called after each trajectory with the running totals."""
+    (optional) is called after each trajectory with the running totals; ``held()``: the
+    node's latest joint state for the joints a trajectory does not name (held_state.py;
+    None: every joint must be named)."""
 
-    def __init__(self, node, in_topic: str, out_topic: str, get_runtime, log, on_count=None):
+    def __init__(self, node, in_topic: str, out_topic: str, get_runtime, log, on_count=None,
+                 held=None):
         # here, not at the top: the node imports this module whether or not rbd_ros_interfaces
         # (the services) exists
         from trajectory_msgs.msg import JointTrajectory
@@ -62,6 +71,7 @@ class TrajectoryRelay:
         self.get_runtime = get_runtime
         self.log = log
         self.on_count = on_count
+        self.held = held
         self.relayed = 0
         self.refused = 0
         self.pub = node.create_publisher(JointTrajectory, out_topic, QOS_OUTPUT)
@@ -78,7 +88,7 @@ class TrajectoryRelay:
         if reason is None:
             try:
                 resp = inverse_dynamics_trajectory(rt, self._srv.Request(trajectory=msg),
-                                                   self._srv.Response())
+                                                   self._srv.Response(), held=self.held)
                 if not resp.success:
                     reason = resp.message
             except Exception as e:  # never let a message kill the process

@@ -10,7 +10,8 @@ The node (worker_client.WorkerClient) starts it and talks to it with the line
 protocol of protocol.py: model commands on stdin, events on stdout.  The worker
 creates the services under NODE_FQN (``NODE_FQN/inverse_dynamics`` etc.) -- after
 loading the first model when EXPECT_MODEL is 1 --, answers them with
-``rbd_ros.node.services``, and exits when its stdin closes (the node is gone or
+``rbd_ros.node.services`` (and ``planner_services``; the joint state they hold unnamed
+joints at comes from the node on request: held_state.py), and exits when its stdin closes (the node is gone or
 stopping) or on SIGTERM.  SIGINT is ignored: the node runs it in a session of
 its own, and a Ctrl-C (possibly several, under ``ros2 launch``) is the node's to
 handle -- the worker then ends with the node, without a traceback.
@@ -22,11 +23,14 @@ import signal
 import sys
 import threading
 
+_REPORT_LOCK = threading.Lock()   # events come from the model reader and the executor threads
+
 
 def _report(line: str):
     try:
-        sys.stdout.write(line + "\n")
-        sys.stdout.flush()
+        with _REPORT_LOCK:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
     except (OSError, ValueError):  # the parent is gone; stdin EOF ends the worker
         pass
 
@@ -39,9 +43,10 @@ def main(argv=None):
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
     from rclpy.signals import SignalHandlerOptions
 
+    from rbd_ros.node import constrained_services, planner_services, protocol
     from rbd_ros.node import model_build as mb
-    from rbd_ros.node import protocol
     from rbd_ros.node.heap import freeze_heap
+    from rbd_ros.node.held_state import HeldStateRequester
     from rbd_ros.node.services import create_dynamics_services
 
     args = protocol.parse_argv(sys.argv[1:] if argv is None else argv)
@@ -71,10 +76,16 @@ def main(argv=None):
     stop = threading.Event()
     wake = node.create_guard_condition(lambda: None)  # wakes the executor when stop is set
 
+    held = HeldStateRequester(_report, protocol.event_state_request)
+
     def read_models():
         try:
             for line in sys.stdin:
-                load(line)
+                reply = protocol.parse_state_reply(line)
+                if reply is not None:
+                    held.deliver(*reply)
+                else:
+                    load(line)
         finally:
             # stdin closed (or unreadable): the parent is gone.  Stop spinning; should
             # anything hang on the way out, do not linger as an orphan.
@@ -89,11 +100,12 @@ def main(argv=None):
         if not line:
             return 0
         load(line)
-    create_dynamics_services(node, args.node_fqn, lambda: state["runtime"], log)
+    create_dynamics_services(node, args.node_fqn, lambda: state["runtime"], log,
+                             extra=planner_services.table(held) + constrained_services.table(held))
     if args.relay:  # the trajectory relay (relay.py says why it runs here)
         from rbd_ros.node.relay import TrajectoryRelay
         TrajectoryRelay(node, *args.relay, lambda: state["runtime"], log,
-                        on_count=lambda a, b: _report(protocol.event_relay(a, b)))
+                        on_count=lambda a, b: _report(protocol.event_relay(a, b)), held=held)
     threading.Thread(target=read_models, daemon=True, name="model_reader").start()
     ex = SingleThreadedExecutor()
     ex.add_node(node)

@@ -20,6 +20,7 @@ import numpy as np
 from geometry_msgs.msg import Accel, Wrench
 
 import rbd_ros.core as rbd
+from rbd_ros.node.held_state import HeldStateError, fill, map_subset
 from rbd_ros.node.names import SRV_FD, SRV_FD_TRAJ, SRV_ID, SRV_ID_TRAJ
 from rbd_ros.node.payload import DEFAULT_FRICTION_VELOCITY_EPS
 
@@ -257,10 +258,15 @@ def _base_trajectory(req, npts, Q, V, X, third: str, third_fn):
                 dst[i, 0:6] = fn(x, f"{field}[{i}]")
 
 
-def _trajectory_arrays(rt, traj, second: str, third: str):
+def _trajectory_arrays(rt, traj, second: str, third: str, held=None):
     """JointTrajectory -> (idx, Q, V, X) in model order; X from points[i].<third>.
-    A floating base stays at the neutral pose, at rest (see _base_trajectory)."""
-    idx, err = rt.map_names(traj.joint_names, "trajectory.joint_names")
+    A floating base stays at the neutral pose, at rest (see _base_trajectory).
+    ``held`` (the relay): joints not named are held at the latest joint state (held_state.py),
+    at rest; None: every joint must be named."""
+    if held is None:
+        idx, err = rt.map_names(traj.joint_names, "trajectory.joint_names")
+    else:
+        idx, err = map_subset(rt, traj.joint_names, "trajectory.joint_names")
     if err:
         raise BadRequest(err)
     n = len(idx)
@@ -291,7 +297,13 @@ def _trajectory_arrays(rt, traj, second: str, third: str):
             raise BadRequest(f"trajectory.points[{i}].{field}[{k}] is {arr[i, k]} "
                              f"(must be a finite number)")
     model = rt.model
-    Q = np.tile(np.asarray(model.neutral(), dtype=np.float64), (npts, 1))
+    q0 = np.array(model.neutral(), dtype=np.float64)
+    if held is not None:
+        try:
+            fill(rt, idx, q0, held, "trajectory.joint_names")
+        except HeldStateError as e:
+            raise BadRequest(str(e)) from None
+    Q = np.tile(q0, (npts, 1))
     V = np.zeros((npts, model.nv))
     X = np.zeros((npts, model.nv))
     Q[:, rt.dof_q[idx]] = P
@@ -318,18 +330,18 @@ def _fill_points(points, field: str, values: np.ndarray):
 
 
 def _trajectory(rt, req, resp, fn, third: str, result: str, what: str, base_in, base_out,
-                add=None, check=None):
+                add=None, check=None, held=None):
     """Shared body of the trajectory services: ``fn`` over every point, the
     result written into each point's ``result`` field.  Floating base:
     ``base_in`` = (request field, converter) of the third base quantity,
     ``base_out`` = (response field, message type) of the base result.
     ``add(rt, req, V)``: None or an array added to the result (inverse dynamics:
     friction); ``check(rt, req, idx, out, resp)``: count of limit violations put in
-    resp (inverse dynamics)."""
+    resp (inverse dynamics); ``held``: see _trajectory_arrays."""
     if rt is None:
         return _fail(resp, NO_MODEL)
     try:
-        idx, Q, V, X = _trajectory_arrays(rt, req.trajectory, "velocities", third)
+        idx, Q, V, X = _trajectory_arrays(rt, req.trajectory, "velocities", third, held)
         if rt.floating:
             _base_trajectory(req, Q.shape[0], Q, V, X, *base_in)
         f_ext, frame = _wrenches(rt, req.wrench_links, req.wrenches, req.wrench_frame)
@@ -372,10 +384,11 @@ def _trajectory_violations(rt, req, idx, out, resp):
     return _limit_violations(rt, list(req.trajectory.joint_names), idx, out, resp)
 
 
-def inverse_dynamics_trajectory(rt, req, resp):
+def inverse_dynamics_trajectory(rt, req, resp, held=None):
+    """``held`` (the relay only): joints not named are held at the latest joint state."""
     return _trajectory(rt, req, resp, rbd.rnea, "accelerations", "effort", "effort",
                        ("base_accelerations", _twist), ("base_wrenches", Wrench),
-                       add=_friction_of, check=_trajectory_violations)
+                       add=_friction_of, check=_trajectory_violations, held=held)
 
 
 def forward_dynamics_trajectory(rt, req, resp):
@@ -383,16 +396,19 @@ def forward_dynamics_trajectory(rt, req, resp):
                        ("base_wrenches", _wrench6), ("base_accelerations", Accel))
 
 
-def create_dynamics_services(node, base_name: str, get_runtime, log):
-    """The four services under ``base_name`` (the dynamics node's fully qualified name),
-    answered with the runtime returned by get_runtime().  Used by the node (in-process
-    services) and by the service worker.  ImportError if rbd_ros_interfaces is missing."""
+def create_dynamics_services(node, base_name: str, get_runtime, log, extra=()):
+    """The four dynamics services, and those of ``extra`` ((srv type, name, fn) like the
+    table below: the planner services, ``planner_services.table``), under ``base_name``
+    (the dynamics node's fully qualified name), answered with the runtime returned by
+    get_runtime().  Used by the node (in-process services) and by the service worker.
+    ImportError if rbd_ros_interfaces is missing."""
     from rbd_ros_interfaces import srv as isrv  # may be missing: ImportError (see the docstring)
     table = [
         (isrv.InverseDynamics, SRV_ID, inverse_dynamics),
         (isrv.InverseDynamicsTrajectory, SRV_ID_TRAJ, inverse_dynamics_trajectory),
         (isrv.ForwardDynamics, SRV_FD, forward_dynamics),
         (isrv.ForwardDynamicsTrajectory, SRV_FD_TRAJ, forward_dynamics_trajectory),
+        *extra,
     ]
     services = []
     for srv_type, rel, fn in table:

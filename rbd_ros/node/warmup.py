@@ -5,17 +5,18 @@ cache (``__pycache__`` next to the sources, or ``NUMBA_CACHE_DIR``); a start wit
 a warm cache loads them in about a second.  On the first start after an install the
 cache is empty and compiling everything takes minutes of CPU, so the work is split:
 
-* ``warm_control_path`` (the node process, before the first torque): only what the
-  torque topics use -- ``compensation_into`` (g, b, H in one call), ``rnea_into``
+* ``model_build.warm_control_path`` (the node process, before the first torque): only
+  what the torque topics use -- ``compensation_into`` (g, b, H in one call), ``rnea_into``
   (computed torque), the joint-state merge kernel and the command law's kernels.  From
   an empty cache a second process (``rbd_precompile --step``, the steps of
-  ``precompile_steps`` below) compiles CRBA, the command law's kernels and the merge
+  ``model_build.precompile_steps``) compiles CRBA, the command law's kernels and the merge
   kernel into the disk cache meanwhile (the other core), so the node's own compile is
   about RNEA's alone.
 * ``warm_services`` (the service worker, a process of its own, so on the other core
   and while the node already publishes): inverse and forward dynamics, single, batch
-  and with external wrenches.  Also finds out whether forward dynamics is available
-  for the model (``Robot.fd_error``: a singular H at the neutral pose).
+  and with external wrenches; the planners (``retime``, ``payload_capacity``).  Also
+  finds out whether forward dynamics is available for the model (``Robot.fd_error``: a
+  singular H at the neutral pose).
 
 Both log a line *before* compiling when the cache is cold, saying why the start is
 slow and how long it usually takes (``rbd_precompile`` does the same work ahead of
@@ -31,9 +32,8 @@ import time
 import numpy as np
 
 import rbd_ros.core as rbd
-from rbd_ros.core import compile_steps, registry
-from rbd_ros.node import effort_law, recent
-from rbd_ros.node.robot import Robot, merge_k
+from rbd_ros.core import compile_steps
+from rbd_ros.core.calls import registry
 
 # seconds from node start to the control path / the services on a cold first start, quoted
 # in the first-start log line so that a user knows what to expect (bench/first_start.py)
@@ -41,7 +41,7 @@ CONTROL_PATH_S = 10
 SERVICES_S = 15
 
 
-def _log(log, text: str) -> None:
+def log_line(log, text: str) -> None:
     if log is None:
         try:
             from rclpy.logging import get_logger  # the node's logger; plain logging without rclpy
@@ -58,47 +58,33 @@ def cold(names, kernels=()) -> bool:
     return registry.will_compile(names, kernels)
 
 
-def _announce(what: str, names, kernels, seconds: int, log):
+def announce(what: str, names, kernels, seconds: int, log):
     """Log the first-start line if the kernels must be compiled; returns (start time,
     cold)."""
     is_cold = cold(names, kernels)
     if is_cold:
-        _log(log, f"compiling the {what} kernels (numba) on first start: the compiled-code "
-                  f"cache is empty or out of date (a fresh install or an upgrade); this usually "
-                  f"takes ~{seconds} s, once -- later starts load them in ~1 s "
-                  f"(`rbd_precompile` compiles everything ahead of time)")
+        log_line(log, first_start_line(what, seconds))
     return time.perf_counter(), is_cold
 
 
-# the core's public functions and the node's own kernels each process calls
+def first_start_line(what: str, seconds: int) -> str:
+    """The first-start log line: one short, complete sentence (issue 22: the long one was
+    seen cut mid-sentence); the rest is said when the kernels are ready (``ready_line``)."""
+    return f"first start: compiling the {what} kernels (numba), ~{seconds} s once"
+
+
+def ready_line(what: str, seconds: float) -> str:
+    """The line that ends a first start's compile."""
+    return (f"{what} kernels ready after {seconds:.1f} s; they are cached now (later starts load them in ~1 s; "
+            "`rbd_precompile` compiles every kernel ahead of time, e.g. after an install)")
+
+
+# the core's public functions each process calls
 CONTROL_PATH = ("compensation_into", "rnea_into")
 SERVICES = ("rnea", "forward_dynamics")
 
-
-def node_kernels():
-    """The node's own numba kernels (joint-state merge, effort law, recent joint states)."""
-    return (merge_k,) + effort_law.KERNELS + recent.KERNELS
-
-
-def precompile_steps(model):
-    """The node's steps of ``rbd_precompile`` (entry point group ``rbd_ros.precompile``):
-    (name, function, group).  ``crba (one state)`` is what the first start's helper
-    compiles for the node (compensation_into calls CRBA)."""
-    q, z = model.neutral(), np.zeros(model.nv)
-
-    def merge():
-        none = np.zeros(0, dtype=np.int64)
-        merge_k(np.zeros(1), np.zeros(1), True, none, none, none, none, q.copy(), z.copy(),
-                 np.zeros(len(rbd.dof_indices(model))), 0.0)
-        recent.RecentStates(model.nq, model.nv, (), 0.01, 100.0)     # compiles its kernel
-
-    return [("crba (one state)", lambda: rbd.crba(model, q), 0),
-            ("node command law kernels", lambda: Robot(model, (), "precompile").law.warm_kernels(), 0),
-            ("node merge kernel", merge, 0)]
-
-
-# what the helper process compiles (precompile step names), CRBA first: compensation_into
-# waits for it
+# what the first start's helper process compiles for the control path (precompile step
+# names: model_build.precompile_steps), CRBA first: compensation_into waits for it
 HELPER_STEPS = ("crba (one state)", "node command law kernels", "node merge kernel")
 
 
@@ -136,28 +122,6 @@ def wait_for_helper(helper, ready, timeout=300.0) -> None:
         time.sleep(0.02)
 
 
-def warm_control_path(rt, log=None) -> None:
-    """Compile and run once what the node's torque topics use (see the module docstring)."""
-    t0, was_cold = _announce("control-path", CONTROL_PATH, node_kernels(), CONTROL_PATH_S, log)
-    helper = compile_in_helper() if was_cold else None
-    model = rt.model
-    q = np.array(model.neutral(), dtype=np.float64)
-    z = np.zeros(model.nv)
-    rbd.rnea_into(model, q, z, z, np.empty(model.nv))      # RNEA (meanwhile the helper: CRBA)
-    if helper is not None:          # compensation_into needs CRBA: its cache entry first
-        wait_for_helper(helper, lambda: registry.cached(["crba"]))
-    rbd.compensation_into(model, q, z, rt.out_v, np.empty(rt.nout), np.empty(rt.nout),
-                          np.empty(rt.nout * rt.nout))
-    if helper is not None:          # then the helper's rest: command law, merge kernel
-        wait_for_helper(helper, lambda: False)
-    # the merge kernel with the argument types Robot.update gives it (nothing merged)
-    none = np.zeros(0, dtype=np.int64)
-    merge_k(np.zeros(1), np.zeros(1), True, none, none, none, none, q.copy(), z.copy(),
-             rt.stamp.copy(), 0.0)
-    if was_cold:
-        _log(log, f"control-path kernels ready after {time.perf_counter() - t0:.1f} s")
-
-
 # the core's public names behind the momentum observer's outputs, and the precompile steps
 # that compile them
 OBSERVER = ("MomentumObserver", "external_wrench", "CollisionDetector") + compile_steps.CONTACT_ENTRIES
@@ -171,19 +135,18 @@ def warm_observer(model, frame, log=None) -> None:
     the control path."""
     if registry.will_compile(OBSERVER):
         t0 = time.perf_counter()
-        _log(log, "compiling the momentum observer's kernels (numba) on first use, in a helper process; "
-                  "external_torques starts when they are ready (`rbd_precompile` compiles them ahead of time)")
+        log_line(log, "first use: compiling the momentum observer's kernels (numba) in a helper process")
         helper = compile_in_helper(OBSERVER_STEPS)
         if helper is not None:
             wait_for_helper(helper, lambda: False)
-        _log(log, f"observer kernels ready after {time.perf_counter() - t0:.1f} s")
+        log_line(log, ready_line("observer", time.perf_counter() - t0))
     compile_steps.warm_contact(model, frame)
 
 
 def warm_services(rt, log=None) -> None:
     """Compile and run once what the services use; sets ``rt.fd_error`` (None, or why
     forward dynamics is not available for this model)."""
-    t0, was_cold = _announce("service", SERVICES, (), SERVICES_S, log)
+    t0, was_cold = announce("service", SERVICES, (), SERVICES_S, log)
     model = rt.model
     q = np.array(model.neutral(), dtype=np.float64)
     z = np.zeros(model.nv)
@@ -199,22 +162,26 @@ def warm_services(rt, log=None) -> None:
             rbd.forward_dynamics(model, *args, **kw)
         except ValueError as e:  # singular H at the neutral pose
             rt.fd_error = str(e)
+    warm_planners(model)
     if was_cold:
-        _log(log, f"service kernels ready after {time.perf_counter() - t0:.1f} s")
+        log_line(log, ready_line("service", time.perf_counter() - t0))
 
 
-def warm_up(rt, services: bool = False) -> None:
-    """Compile (numba) and run once the kernels this process needs, so that no message
-    pays a compile: the control path's in the node (and the effort law's), the
-    services' (which also sets ``rt.fd_error``) in the service worker.
-
-    Forward dynamics needs a non-singular H; a model whose H is singular (a link
-    without ``<inertial>`` moved by a joint: a massless leaf) still has g, b, H and
-    inverse dynamics.  Its forward dynamics failure is kept in ``rt.fd_error`` (the
-    services then refuse forward dynamics requests one by one) instead of refusing
-    the model."""
-    if services:
-        warm_services(rt)
-    else:
-        warm_control_path(rt)
-        rt.law.warm_up()
+def warm_planners(model) -> None:
+    """Run ``rbd.retime`` and ``rbd.payload_capacity`` once (their compiled kernels: the
+    reachability pass, batch RNEA and gravity) on a short path inside ``model``'s position
+    limits.  The kernels do not depend on the robot; a model the planners refuse (a
+    floating base) or that gives them nothing to do is skipped -- its requests are refused
+    with the reason anyway."""
+    if model.nq != model.nv:
+        return
+    lim = np.asarray(model.position_limit, dtype=np.float64)
+    finite = np.isfinite(lim).all(axis=1)
+    mid = np.where(finite, lim.mean(axis=1), 0.0)
+    step = np.where(finite, 0.01 * (lim[:, 1] - lim[:, 0]), 0.01)
+    try:
+        rbd.retime(model, np.array([mid, mid + step]), acceleration_limits=1.0, effort_limits=1e9)
+        rbd.payload_capacity(model, model.link_names[-1], np.tile(mid, (2, 1)), a=np.ones((2, model.nv)),
+                             effort_limits=1e9)
+    except ValueError:  # e.g. a last link fixed to the world: nothing feels a payload there
+        pass

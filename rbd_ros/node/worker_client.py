@@ -42,11 +42,15 @@ class WorkerClient:
     """One service worker process at a time, restarted on crashes.
 
     ``on_ready()`` is called (reader thread) when the worker's services exist;
-    ``on_error(text)`` for worker failures; ``log`` is an rclpy logger."""
+    ``on_error(text)`` for worker failures; ``log`` is an rclpy logger;
+    ``held_state()`` (None: no joint state here) answers the worker's state requests
+    with a held_state.snapshot dict (reader thread; it must not block)."""
 
     def __init__(self, node_fqn: str, threads: int, log, *, on_error,
-                 budget: RestartBudget | None = None, argv_python=None, relay=None):
+                 budget: RestartBudget | None = None, argv_python=None, relay=None,
+                 held_state=None):
         self.node_fqn = node_fqn
+        self.held_state = held_state
         self.relay = relay            # (in, out) topics of the trajectory relay, or None
         self.relay_counts = {"relayed": 0, "refused": 0}  # this worker's totals
         self.threads = threads
@@ -92,7 +96,8 @@ class WorkerClient:
         line = protocol.model_command(urdf, where, options["floating_base"], options["mimic"],
                                       options["gravity"], options.get("armature"),
                                       tuple((options.get("payloads") or {}).values()),
-                                      options.get("friction_velocity_eps"))
+                                      options.get("friction_velocity_eps"), options.get("loops"),
+                                      options.get("contacts"))
         with self._lock:
             self._last_model = line
             if self.proc is not None:
@@ -119,6 +124,8 @@ class WorkerClient:
             if ev["event"] == protocol.EVENT_READY:
                 self.ready = True
                 self.log.info("services ready (worker process)")
+            elif ev["event"] == protocol.EVENT_STATE_REQUEST:
+                self._answer_state(proc, ev.get("id", 0))
             elif ev["event"] == protocol.EVENT_RELAY:
                 self.relay_counts = {"relayed": ev["relayed"], "refused": ev["refused"]}
             elif ev["event"] == protocol.EVENT_MODEL and not ev.get("ok"):
@@ -139,20 +146,38 @@ class WorkerClient:
             self.log.error(self.error)
             self.on_error(self.error)
 
-    def stop(self) -> None:
-        """Close the worker's stdin (it exits), wait; terminate/kill if it does not."""
+    def _answer_state(self, proc, k) -> None:
+        """Queue the node's latest joint state for the worker (the writer thread sends it)."""
+        try:
+            snap = self.held_state() if self.held_state is not None else \
+                {"error": "the node keeps no joint state for the services"}
+        except Exception as e:  # a reply must go out whatever happens: the worker waits for it
+            snap = {"error": f"internal error: {type(e).__name__}: {e}"}
+        proc.queue.put(protocol.state_reply(k, snap))
+
+    def stop(self, timeout: float = 3.0) -> None:
+        """End the worker: a ready one by closing its stdin (it exits; terminated after
+        ``timeout`` s, then killed, if it does not), one still starting (importing,
+        compiling its kernels: it reads no stdin until it has loaded its model) at once
+        by SIGTERM."""
         with self._lock:
             self.closing = True
             proc = self.proc
+            ready = self.ready
         if proc is None:
             return
         proc.queue.put(None)
+        if not ready:
+            try:
+                proc.terminate()
+            except OSError:
+                pass
         try:
             proc.stdin.close()
         except (OSError, ValueError):
             pass
         try:
-            proc.wait(3.0)
+            proc.wait(timeout)
         except subprocess.TimeoutExpired:
             proc.terminate()
             try:

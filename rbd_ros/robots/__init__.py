@@ -1,6 +1,18 @@
-"""The robots bundled with rbd_ros (``rbd_arm7.urdf``) and where a robot description
+"""The robots bundled with rbd_ros and where a robot description
 comes from: the node's and the sim driver's ``urdf_file`` / ``robot_description``
-parameters.  No dynamics here (data and file lookup only; imports nothing of rbd_ros)."""
+parameters.  No dynamics here (data and file lookup only; imports nothing of rbd_ros).
+
+Bundled robots (``<name>.urdf`` in this folder):
+
+* ``rbd_arm7``: a 7-dof torque-controlled arm (a tree; the default robot);
+* ``fourbar``: a planar crank-rocker four-bar linkage, one actuated joint (``crank``),
+  one loop closure;
+* ``delta``: a three-arm delta robot, three actuated joints (``shoulder1..3``), two
+  loop closures.
+
+The two mechanisms state their loop closures with ``<constraint>`` elements
+(doc/constraints.md) and their actuated joints with ``<transmission>`` elements;
+``scripts/make_mechanisms.py`` writes them and says where their numbers come from."""
 from __future__ import annotations
 
 import os
@@ -24,7 +36,7 @@ def bundled_robots_dir() -> str:
 
 
 def bundled_robot_path(name: str) -> str:
-    """Path of a robot shipped with rbd_ros (``rbd_arm7``)."""
+    """Path of a robot shipped with rbd_ros (``rbd_arm7``, ``fourbar``, ``delta``)."""
     return os.path.join(bundled_robots_dir(), name + ".urdf")
 
 

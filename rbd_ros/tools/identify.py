@@ -8,6 +8,10 @@ predicted torques on held-out data.
 
 The last ``--holdout`` fraction of the recording (by time) is not used for
 fitting: the RMS errors printed for it, and the picture, are predictions.
+Joints that do not move in the recording (gripper fingers, a locked joint)
+keep the URDF's friction, and the bodies only they move keep their
+``<inertial>``: the summary lists them and why (``--strict`` refuses such a
+recording instead).
 Exit status 0 on success, 2 with one ``rbd_identify: error: ...`` line on
 stderr for a bad bag, URDF or too little excitation.  See doc/calibrate.md.
 """
@@ -16,12 +20,18 @@ import sys
 
 import numpy as np
 
+from rbd_ros.core import Model, ModelError, rnea
 from rbd_ros.core import friction as friction_torque
-from rbd_ros.core import rnea
-from rbd_ros.core.identification import DEFAULT_PRIOR_WEIGHT, DEFAULT_VELOCITY_EPS, ExcitationError, identify
-from rbd_ros.core.model import Model, ModelError
-from rbd_ros.core.payload_identification import identify_payload
-from rbd_ros.core.urdf_write import identified_urdf
+from rbd_ros.core.estimation.identification import (
+    DEFAULT_COULOMB_MIN_VELOCITY,
+    DEFAULT_MIN_MOVING_FRACTION,
+    DEFAULT_PRIOR_WEIGHT,
+    DEFAULT_VELOCITY_EPS,
+    ExcitationError,
+    identify,
+)
+from rbd_ros.core.estimation.payload_identification import identify_payload
+from rbd_ros.core.model.urdf_write import identified_urdf
 from rbd_ros.tools.recording import DEFAULT_CUTOFF_HZ, RecordingError, prepare, read_joint_states
 
 DEFAULT_MAX_COND = 1000.0
@@ -50,6 +60,12 @@ def build_parser():
     p.add_argument("--max-cond", type=float, default=DEFAULT_MAX_COND,
                    help=f"refuse recordings whose regressor condition number exceeds this "
                    f"(default {DEFAULT_MAX_COND:g})")
+    p.add_argument("--strict", action="store_true", help="refuse a recording in which a joint does not move "
+                   "(default: such joints keep the URDF's friction and the bodies only they move keep their "
+                   "inertials; the summary lists them)")
+    p.add_argument("--min-moving", type=float, default=DEFAULT_MIN_MOVING_FRACTION, metavar="FRACTION",
+                   help=f"a joint faster than {DEFAULT_COULOMB_MIN_VELOCITY:g} rad/s (m/s) in fewer than this "
+                   f"fraction of the samples does not move (default {DEFAULT_MIN_MOVING_FRACTION:g})")
     p.add_argument("--armature", nargs="+", type=float, metavar="A",
                    help="known rotor inertia per joint (URDF joint order; one value for all): URDF has no element "
                    "for it, so pass what an earlier rbd_identify printed (with --payload, or with --no-armature)")
@@ -180,6 +196,7 @@ def run(args):
     _say(args, f"fitting on {len(fit.t)} filtered samples (cut-off {args.cutoff:g} Hz)"
          + (f", checking on {len(test.t)}" if test is not None else ""))
     eps = args.velocity_eps
+    still = []
     bar = _Progress(args.quiet, "regressor")
     try:
         if args.payload:
@@ -192,9 +209,13 @@ def run(args):
         else:
             new_model, report = identify(model, fit.q, fit.v, fit.a, fit.tau, friction=not args.no_friction,
                                          armature=not args.no_armature, prior_weight=args.prior_weight,
-                                         velocity_eps=eps, max_condition=args.max_cond, progress=bar)
+                                         velocity_eps=eps, max_condition=args.max_cond, progress=bar,
+                                         strict=args.strict, min_moving_fraction=args.min_moving)
             print(report.summary())
-            out_text, notes = identified_urdf(urdf_text, new_model, dynamics=not args.no_friction) \
+            still = report.still_dofs
+            moving = [n for n in model.joint_names if n not in still]
+            out_text, notes = identified_urdf(urdf_text, new_model, bodies=report.identified_bodies,
+                                              dynamics=not args.no_friction, joints=moving) \
                 if args.out else (None, [])
             if not args.no_armature:
                 print("armature (no URDF element: the node's `armature` parameter, rbd_identify --armature; "
@@ -206,7 +227,7 @@ def run(args):
         rb, ra = _rms(before - test.tau), _rms(after - test.tau)
         print("held-out torque RMS error (N m):")
         for n, b, a in zip(model.joint_names, rb, ra):
-            print(f"{n:>16} {b:11.4g} {a:10.4g}")
+            print(f"{n:>16} {b:11.4g} {a:10.4g}" + ("   (still: not fitted)" if n in still else ""))
         print(f"{'all':>16} {np.sqrt(np.mean(rb ** 2)):11.4g} {np.sqrt(np.mean(ra ** 2)):10.4g}")
         if args.report:
             plot_report(args.report, list(model.joint_names), test.t - test.t[0], test.tau, before, after,

@@ -1,24 +1,26 @@
 """Recorded joint states -> identification samples.
 
 * ``read_joint_states``: a rosbag2 (sqlite3 or MCAP, read without ROS by the
-  ``rosbags`` package: ``AnyReader`` + the ROS 2 Jazzy typestore) of
+  ``rosbags`` package: ``AnyReader`` + the ROS 2 Jazzy typestore; imported when
+  first needed, RecordingError saying how to install it if it is not) of
   sensor_msgs/JointState -> times, positions, velocities, efforts.
-* ``prepare`` (``rbd_ros.core.signals``, re-exported here): the zero-phase
+* ``prepare`` (``rbd_ros.core.estimation.signals``, re-exported here): the zero-phase
   low-pass of q, qd and tau, qdd by central differences, decimation; the
   cut-off is ``cutoff_hz`` (default ``DEFAULT_CUTOFF_HZ``, 10 Hz).
 * ``write_joint_states_bag``: the inverse of ``read_joint_states`` (tests,
   examples).
 
 Near zero velocity Coulomb friction is stiction, not the tanh law the model
-uses: ``rbd_ros.core.identification`` leaves those rows out
+uses: ``rbd_ros.core.estimation.identification`` leaves those rows out
 (``coulomb_min_velocity``).
 """
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from rbd_ros.core.signals import DEFAULT_CUTOFF_HZ, RecordingError, Samples, prepare  # noqa: F401  (re-exported)
+from rbd_ros.core.estimation.signals import DEFAULT_CUTOFF_HZ, RecordingError, Samples, prepare  # noqa: F401  (re-exported)
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
 
@@ -36,9 +38,23 @@ class Recording:
     all_names: tuple = ()      # every joint name seen on the topic
 
 
+ROSBAGS_MISSING = ("reading and writing rosbag2 needs the rosbags package (no rosdep key): "
+                   "pip install rosbags, or the ident extra (doc/calibrate.md)")
+
+
+def _rosbags(module):
+    """The rosbags submodule ``module``; RecordingError saying what to install when rosbags is not."""
+    try:
+        return importlib.import_module(f"rosbags.{module}")
+    except ModuleNotFoundError as e:
+        if (e.name or "").split(".")[0] != "rosbags":
+            raise
+        raise RecordingError(ROSBAGS_MISSING) from e
+
+
 def _typestore():
-    from rosbags.typesys import Stores, get_typestore  # heavy optional dependency (the identification extra)
-    return get_typestore(Stores.ROS2_JAZZY)
+    typesys = _rosbags("typesys")
+    return typesys.get_typestore(typesys.Stores.ROS2_JAZZY)
 
 
 def read_joint_states(path, topic=None, joints=None, progress=None):
@@ -51,7 +67,7 @@ def read_joint_states(path, topic=None, joints=None, progress=None):
     Stamps: ``header.stamp``, or the bag's receive time when the stamps are 0.
     RecordingError says what is missing (no bag, no JointState topic, no
     efforts, no message with the joints)."""
-    from rosbags.highlevel import AnyReader  # heavy optional dependency (the identification extra)
+    AnyReader = _rosbags("highlevel").AnyReader
     path = Path(path)
     if not path.exists():
         raise RecordingError(f"bag {str(path)!r}: no such file or directory")
@@ -133,7 +149,8 @@ def _assemble(rows, topic, joints, where):
 def write_joint_states_bag(path, t, names, position, velocity, effort, storage="mcap", topic="/joint_states"):
     """Write a rosbag2 (``storage`` "mcap" or "sqlite3") with one
     sensor_msgs/JointState per row (header.stamp = t, receive time = t)."""
-    from rosbags.rosbag2 import StoragePlugin, Writer  # heavy optional dependency (the identification extra)
+    rosbag2 = _rosbags("rosbag2")
+    StoragePlugin, Writer = rosbag2.StoragePlugin, rosbag2.Writer
     ts = _typestore()
     JointState, Header, Time = (ts.types[k] for k in (JOINT_STATE, "std_msgs/msg/Header",
                                                       "builtin_interfaces/msg/Time"))

@@ -74,29 +74,6 @@ above ~1e-3 (panda, ur5, talos, solo12, anymal: no fallback).
 import numpy as np
 from numba import njit
 
-from .._numba_compat import borrow, contiguous
-from ..joints import FREE
-from ..layout import (
-    H_NMIM,
-    H_NV,
-    H_NVF,
-    R_K,
-    R_VEC,
-    R_Y,
-    aba_slots,
-    armature,
-    bodies,
-    gravity,
-    mimic_pair,
-    offsets,
-    rnea_slots,
-    rows,
-    scratch,
-    vector,
-    workspace_size,
-    world_slots,
-)
-from ..spatial import ENTRY, INLINE, JIT, XT_I_X, I_m, I_to_mat6, Xinv_m, Xm, XT_f_add, cholesky_solve, crf_add, crm
 from .common import (
     BAD_FEXT,
     BAD_QUAT,
@@ -116,7 +93,30 @@ from .common import (
     no_fext,
     sub,
 )
+from .joints import FREE
+from .layout import (
+    H_NMIM,
+    H_NV,
+    H_NVF,
+    R_K,
+    R_VEC,
+    R_Y,
+    aba_slots,
+    armature,
+    bodies,
+    gravity,
+    mimic_pair,
+    offsets,
+    rnea_slots,
+    rows,
+    scratch,
+    vector,
+    workspace_size,
+    world_slots,
+)
 from .rnea import world_transform
+from .spatial import ENTRY, INLINE, JIT, XT_I_X, I_m, I_to_mat6, Xinv_m, Xm, XT_f_add, cholesky_solve, crf_add, crm
+from .views import borrow, contiguous
 
 PIVOT_TOL = 1e-6        # relative pivot below which the CRBA path is used (module docstring)
 

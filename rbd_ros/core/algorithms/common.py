@@ -8,10 +8,10 @@ when each kernel spelled it out."""
 import numpy as np
 from numba import njit
 
-from .._numba_compat import contiguous
-from ..joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
-from ..layout import H_NQ, H_NV, H_OFF_BODY, NCOL, R_END, bodies, offsets, vector
-from ..spatial import INLINE
+from .joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
+from .layout import H_NQ, H_NV, H_OFF_BODY, NCOL, R_END, bodies, offsets, vector
+from .spatial import INLINE
+from .views import contiguous
 
 # status codes returned by the kernels (the Python layer turns them into ValueErrors)
 OK = 0

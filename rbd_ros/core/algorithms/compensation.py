@@ -14,12 +14,12 @@ the workspace's vector and matrix regions (which RNEA and CRBA do not use).
 import numpy as np
 from numba import njit
 
-from .._numba_compat import borrow, contiguous
-from ..layout import H_NV, R_MAT, R_VEC, offsets
-from ..spatial import ENTRY, INLINE
 from .common import BAD_DOFS, BAD_RESULT, BAD_SHAPE, OK, all_finite, no_fext
 from .crba import crba_into
+from .layout import H_NV, R_MAT, R_VEC, offsets
 from .rnea import rnea_into
+from .spatial import ENTRY, INLINE
+from .views import borrow, contiguous
 
 
 @njit(**INLINE)

@@ -1,11 +1,11 @@
-"""Compiled steps of rbd_ros.core.contact: the least-squares wrench behind external joint
+"""Compiled steps of rbd_ros.core.estimation.contact: the least-squares wrench behind external joint
 torques, and the per-joint collision ratios.  Both take and return plain arrays."""
 import math
 
 import numpy as np
 from numba import njit
 
-from ..spatial import ENTRY
+from .spatial import ENTRY
 
 
 @njit(**ENTRY)

@@ -24,9 +24,6 @@ Mimic joints fold in as C = G^T C_full G.  The kernel's passes:
 import numpy as np
 from numba import njit
 
-from .._numba_compat import borrow, contiguous
-from ..layout import H_NV, R_END, R_MAT, bodies, cor_slots, offsets, rnea_slots, scratch, vector, world_slots
-from ..spatial import ENTRY, JIT, I_to_mat6, Xinv_m, XT_M_X_add, crm
 from .common import (
     BAD_QUAT,
     BAD_SHAPE,
@@ -41,7 +38,10 @@ from .common import (
     joint_velocity,
     ncols,
 )
+from .layout import H_NV, R_END, R_MAT, bodies, cor_slots, offsets, rnea_slots, scratch, vector, world_slots
 from .rnea import world_transform
+from .spatial import ENTRY, JIT, I_to_mat6, Xinv_m, XT_M_X_add, crm
+from .views import borrow, contiguous
 
 
 @njit(**JIT)

@@ -32,23 +32,6 @@ DOFs in body order: that loop reads no model data per pair.  The armature
 import numpy as np
 from numba import njit
 
-from .._numba_compat import borrow
-from ..joints import FREE, REVOLUTE
-from ..layout import (
-    H_NMIM,
-    H_NV,
-    armature,
-    bodies,
-    crba_slots,
-    ic_slots,
-    offsets,
-    rnea_slots,
-    scratch,
-    vector,
-    workspace_size,
-    world_slots,
-)
-from ..spatial import ENTRY, INLINE, JIT, XT_I_X, I_m, Xinv_m
 from .common import (
     BAD_QUAT,
     OK,
@@ -62,7 +45,24 @@ from .common import (
     ncols,
     tuple6,
 )
+from .joints import FREE, REVOLUTE
+from .layout import (
+    H_NMIM,
+    H_NV,
+    armature,
+    bodies,
+    crba_slots,
+    ic_slots,
+    offsets,
+    rnea_slots,
+    scratch,
+    vector,
+    workspace_size,
+    world_slots,
+)
 from .rnea import world_transform
+from .spatial import ENTRY, INLINE, JIT, XT_I_X, I_m, Xinv_m
+from .views import borrow
 
 
 @njit(**INLINE)

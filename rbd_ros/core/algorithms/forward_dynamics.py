@@ -12,13 +12,13 @@ extreme arguments).
 import numpy as np
 from numba import njit
 
-from .._numba_compat import borrow, contiguous
-from ..layout import H_NV, R_MAT, offsets, workspace_size
-from ..spatial import ENTRY, JIT
 from .common import BAD_A, BAD_SHAPE, OK, SINGULAR, all_finite, fext_row, finite_result, no_fext
 from .crba import crba_into
+from .layout import H_NV, R_MAT, offsets, workspace_size
 from .ltdl import ltdl_factor, ltdl_solve_inplace
 from .rnea import rnea_into
+from .spatial import ENTRY, JIT
+from .views import borrow, contiguous
 
 
 @njit(**ENTRY)

@@ -28,12 +28,12 @@ With qdd = 0 it is J̇ qd.  Bodies that are not ancestors of b are skipped
 import numpy as np
 from numba import njit
 
-from .._numba_compat import borrow, strided
-from ..joints import FREE
-from ..layout import H_NV, bodies, offsets, rnea_slots, scratch, vector, world_slots
-from ..spatial import ENTRY, INLINE, JIT, Xinv_m, crm
 from .common import BAD_QUAT, OK, S_column, add, check_state, fill, finite_result, jcalc, joint_velocity
+from .joints import FREE
+from .layout import H_NV, bodies, offsets, rnea_slots, scratch, vector, world_slots
 from .rnea import world_transform
+from .spatial import ENTRY, INLINE, JIT, Xinv_m, crm
+from .views import borrow, strided
 
 WORLD, LOCAL, LOCAL_WORLD_ALIGNED = 0, 1, 2     # api.REFERENCES order
 

@@ -32,9 +32,9 @@ factorisation (only the lower triangle is part of the factor).
 import numpy as np
 from numba import njit
 
-from .._numba_compat import borrow
-from ..layout import ancestors
-from ..spatial import ENTRY, JIT
+from .layout import ancestors
+from .spatial import ENTRY, JIT
+from .views import borrow
 
 PIVOT_TOL = 1e-10         # relative pivot below which H counts as singular (module docstring)
 

@@ -1,4 +1,4 @@
-"""The momentum observer's step (rbd_ros.core.observer.MomentumObserver.update), compiled.
+"""The momentum observer's step (rbd_ros.core.estimation.observer.MomentumObserver.update), compiled.
 
 Given this sample's H(q) (nv x nv), g(q) and C(q, v)ᵀ v (computed by the caller
 with ``compensation_into`` and ``coriolis_transpose_v_into``), one call does the
@@ -16,7 +16,7 @@ import math
 
 from numba import njit
 
-from ..spatial import ENTRY, JIT
+from .spatial import ENTRY, JIT
 
 OK, STARTED, GAP, JUMP, TIME, NOT_FINITE = 0, 1, 2, 3, 4, 5
 

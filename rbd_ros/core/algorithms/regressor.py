@@ -19,9 +19,6 @@ multiplier and sits at its master's DOF (tau = Gᵀ tau_full), as everywhere.
 import numpy as np
 from numba import njit
 
-from .._numba_compat import borrow, contiguous
-from ..layout import H_NV, bodies, cor_slots, gravity, offsets, rnea_slots, scratch, vector, workspace_size, world_slots
-from ..spatial import ENTRY, INLINE, JIT, Xinv_m, XT_f_add
 from .common import (
     BAD_QUAT,
     OK,
@@ -35,7 +32,10 @@ from .common import (
     jcalc,
     ncols,
 )
+from .layout import H_NV, bodies, cor_slots, gravity, offsets, rnea_slots, scratch, vector, workspace_size, world_slots
 from .rnea import parent_motion, world_transform
+from .spatial import ENTRY, INLINE, JIT, Xinv_m, XT_f_add
+from .views import borrow, contiguous
 
 N_PARAMS = 10
 # the unit symmetric matrices of [Ixx, Ixy, Iyy, Ixz, Iyz, Izz]: (row, col) of each

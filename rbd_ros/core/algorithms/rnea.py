@@ -23,9 +23,6 @@ the master's (``tau_master += multiplier * S_i^T f_i``), i.e. tau = G^T tau_full
 import numpy as np
 from numba import njit
 
-from .._numba_compat import borrow
-from ..layout import H_NV, armature, bodies, gravity, offsets, rnea_slots, scratch, vector, workspace_size, world_slots
-from ..spatial import ENTRY, INLINE, JIT, I_m, X_compose, Xm, Xstar_f, XT_f_add, crf_add
 from .common import (
     BAD_FEXT,
     BAD_QUAT,
@@ -42,6 +39,9 @@ from .common import (
     no_fext,
     sub,
 )
+from .layout import H_NV, armature, bodies, gravity, offsets, rnea_slots, scratch, vector, workspace_size, world_slots
+from .spatial import ENTRY, INLINE, JIT, I_m, X_compose, Xm, Xstar_f, XT_f_add, crf_add
+from .views import borrow
 
 
 @njit(**INLINE)
