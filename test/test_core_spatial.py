@@ -12,7 +12,7 @@ from numba import njit
 import rbd_ros.core as rbd
 from rbd_ros.core.algorithms import joints, layout, spatial
 from rbd_ros.core.algorithms import reference as ref
-from rbd_ros.core.algorithms.common import joint_transform
+from rbd_ros.core.algorithms.common import cross_motion, joint_transform, x_motion_inv
 from rbd_ros.core.algorithms.reference import spatial as S6
 from rbd_ros.core.algorithms.reference.crba import composite_inertias
 from rbd_ros.core.algorithms.reference.jcalc import x_up
@@ -88,9 +88,9 @@ def test_motion_and_force_transforms(rng):
         o = out_buf(6, base)
         spatial.XT_f_add(X12, f, at(o, 6))
         assert rel_err(inside(o, 6, 5), base + X.T @ f) < TOL
-        # the flat form kept for offset-addressed code
+        # the flat form (common.py) for offset-addressed code
         o = out_buf(6)
-        spatial.x_motion_inv(packed(E, r), 3, packed(m, off=2), 2, o, 5)
+        x_motion_inv(packed(E, r), 3, packed(m, off=2), 2, o, 5)
         assert rel_err(inside(o, 6, 5), np.linalg.solve(X, m)) < TOL
 
 
@@ -118,7 +118,7 @@ def test_cross_products(rng):
         spatial.crm(v, m, at(o, 6))
         assert rel_err(inside(o, 6, 5), S6.crm(v) @ m) < TOL
         o = out_buf(6)
-        spatial.cross_motion(packed(v), 3, packed(m, off=2), 2, o, 5)
+        cross_motion(packed(v), 3, packed(m, off=2), 2, o, 5)
         assert rel_err(inside(o, 6, 5), S6.crm(v) @ m) < TOL
         base = rng.normal(size=6)
         o = out_buf(6, base)

@@ -145,7 +145,7 @@ def test_strided_and_borrowed_views():
     """The kernels' views (views.strided, borrow): the right numbers, written
     through to the array, for float64 and int64 buffers, 1-, 2- and 3-D."""
     @njit(cache=False)
-    def views(a, start):
+    def probe(a, start):
         b = views.borrow(a)
         R = views.strided(b, start, (3, 4), (10, 1))
         for i in range(3):
@@ -159,7 +159,7 @@ def test_strided_and_borrowed_views():
         return R[2, 3], R.strides, M.strides, col.strides, b.shape[0]
 
     a = np.zeros(80)
-    got = views(a, 2)
+    got = probe(a, 2)
     assert got == (203.0, (80, 8), (48, 24, 8), (16,), 80), WHO
     want = np.zeros(80)
     for i in range(3):

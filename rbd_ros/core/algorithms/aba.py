@@ -92,6 +92,7 @@ from .common import (
     ncols,
     no_fext,
     sub,
+    world_transform,
 )
 from .joints import FREE
 from .layout import (
@@ -114,7 +115,6 @@ from .layout import (
     workspace_size,
     world_slots,
 )
-from .rnea import world_transform
 from .spatial import ENTRY, INLINE, JIT, XT_I_X, I_m, I_to_mat6, Xinv_m, Xm, XT_f_add, cholesky_solve, crf_add, crm
 from .views import borrow, contiguous
 

@@ -9,8 +9,8 @@ import numpy as np
 from numba import njit
 
 from .joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
-from .layout import H_NQ, H_NV, H_OFF_BODY, NCOL, R_END, bodies, offsets, vector
-from .spatial import INLINE
+from .layout import H_NQ, H_NV, H_OFF_BODY, NCOL, R_END, bodies, offsets, rnea_slots, vector, world_slots
+from .spatial import INLINE, X_compose, Xinv_m, crm
 from .views import contiguous
 
 # status codes returned by the kernels (the Python layer turns them into ValueErrors)
@@ -263,6 +263,19 @@ def add_joint_force(B, i, f, tau):
         tau[vi] += B.mult[i] * (B.axis[i, 0] * f[s] + B.axis[i, 1] * f[s + 1] + B.axis[i, 2] * f[s + 2])
 
 
+# ---- the world placement of body i (X0_i), for every kernel that needs it
+
+@njit(**INLINE)
+def world_transform(B, i, X, X0):
+    """X0[i] = X_i X0_λ(i), the world -> body i transform (X0_i = X_i at the root)."""
+    p = B.parent[i]
+    if p < 0:
+        for k in range(12):
+            X0[i, k] = X[i, k]
+    else:
+        X_compose(X[i], X0[p], X0[i])
+
+
 # ---- the same on flat arrays: a body is addressed by the offset ``o`` of its row in the
 # model vector (layout.body_row); results at out[oo:]
 
@@ -281,3 +294,26 @@ def joint_transform(md, mi, o, q, X, ox):
 def joint_motion(md, mi, o, v, out, oo):
     """out[oo:oo+6] = S qd (``joint_velocity``)."""
     joint_velocity(bodies(md), _body(mi, o), v, vector(out, oo, 6))
+
+
+@njit(**INLINE)
+def world_placement(mi, ws, i, oR, oW):
+    """World -> body i transform into the world region (needs the parent's), for
+    flat-array code (offsets ``oR``, ``oW`` of the RNEA and world regions): ``world_transform``."""
+    md = mi.view(np.float64)
+    B = bodies(md)
+    offs = offsets(md)
+    X = rnea_slots(ws, offs, B.n)[0]
+    world_transform(B, i, X, world_slots(ws, offs, B.n))
+
+
+@njit(**INLINE)
+def x_motion_inv(X, ox, m, om, out, oo):
+    """out[oo:oo+6] = X^-1 m for the transform at X[ox:] and m at m[om:] (``spatial.Xinv_m``)."""
+    Xinv_m(vector(X, ox, 12), vector(m, om, 6), vector(out, oo, 6))
+
+
+@njit(**INLINE)
+def cross_motion(v, ov, m, om, out, oo):
+    """out[oo:oo+6] = v x m for v at v[ov:] and m at m[om:] (``spatial.crm``)."""
+    crm(vector(v, ov, 6), vector(m, om, 6), vector(out, oo, 6))

@@ -37,9 +37,9 @@ from .common import (
     jcalc,
     joint_velocity,
     ncols,
+    world_transform,
 )
 from .layout import H_NV, R_END, R_MAT, bodies, cor_slots, offsets, rnea_slots, scratch, vector, world_slots
-from .rnea import world_transform
 from .spatial import ENTRY, JIT, I_to_mat6, Xinv_m, XT_M_X_add, crm
 from .views import borrow, contiguous
 

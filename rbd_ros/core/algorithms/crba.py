@@ -44,6 +44,7 @@ from .common import (
     jcalc,
     ncols,
     tuple6,
+    world_transform,
 )
 from .joints import FREE, REVOLUTE
 from .layout import (
@@ -60,7 +61,6 @@ from .layout import (
     workspace_size,
     world_slots,
 )
-from .rnea import world_transform
 from .spatial import ENTRY, INLINE, JIT, XT_I_X, I_m, Xinv_m
 from .views import borrow
 

@@ -28,10 +28,20 @@ With qdd = 0 it is J̇ qd.  Bodies that are not ancestors of b are skipped
 import numpy as np
 from numba import njit
 
-from .common import BAD_QUAT, OK, S_column, add, check_state, fill, finite_result, jcalc, joint_velocity
+from .common import (
+    BAD_QUAT,
+    OK,
+    S_column,
+    add,
+    check_state,
+    fill,
+    finite_result,
+    jcalc,
+    joint_velocity,
+    world_transform,
+)
 from .joints import FREE
 from .layout import H_NV, bodies, offsets, rnea_slots, scratch, vector, world_slots
-from .rnea import world_transform
 from .spatial import ENTRY, INLINE, JIT, Xinv_m, crm
 from .views import borrow, strided
 

@@ -31,9 +31,10 @@ from .common import (
     finite_result,
     jcalc,
     ncols,
+    world_transform,
 )
 from .layout import H_NV, bodies, cor_slots, gravity, offsets, rnea_slots, scratch, vector, workspace_size, world_slots
-from .rnea import parent_motion, world_transform
+from .rnea import parent_motion
 from .spatial import ENTRY, INLINE, JIT, Xinv_m, XT_f_add
 from .views import borrow, contiguous
 

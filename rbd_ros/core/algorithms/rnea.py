@@ -38,21 +38,11 @@ from .common import (
     jcalc,
     no_fext,
     sub,
+    world_transform,
 )
 from .layout import H_NV, armature, bodies, gravity, offsets, rnea_slots, scratch, vector, workspace_size, world_slots
-from .spatial import ENTRY, INLINE, JIT, I_m, X_compose, Xm, Xstar_f, XT_f_add, crf_add
+from .spatial import ENTRY, INLINE, JIT, I_m, Xm, Xstar_f, XT_f_add, crf_add
 from .views import borrow
-
-
-@njit(**INLINE)
-def world_transform(B, i, X, X0):
-    """X0[i] = X_i X0_λ(i), the world -> body i transform (X0_i = X_i at the root)."""
-    p = B.parent[i]
-    if p < 0:
-        for k in range(12):
-            X0[i, k] = X[i, k]
-    else:
-        X_compose(X[i], X0[p], X0[i])
 
 
 @njit(**INLINE)
@@ -151,17 +141,6 @@ def rnea_into(md, ws, q, qd, qdd, fext, fext_world, use_v, use_a, tau):
     if not all_finite(tau):     # finite arguments so large that tau overflowed
         return BAD_RESULT
     return OK
-
-
-@njit(**INLINE)
-def world_placement(mi, ws, i, oR, oW):
-    """World -> body i transform into the world region (needs the parent's), for
-    flat-array code (offsets ``oR``, ``oW`` of the RNEA and world regions)."""
-    md = mi.view(np.float64)
-    B = bodies(md)
-    offs = offsets(md)
-    X = rnea_slots(ws, offs, B.n)[0]
-    world_transform(B, i, X, world_slots(ws, offs, B.n))
 
 
 # ---- entry points (few arguments: the call overhead is part of the budget)

@@ -28,13 +28,11 @@ kernels pass per-body views of their workspace (``X[i]``, ``v[p]``: see
 written out.  Every function is inlined into its caller (numba IR level), so a
 view costs no call and no reference count.
 
-``x_motion_inv`` and ``cross_motion`` (at the end) take flat arrays addressed
-by offset instead and call ``Xinv_m`` and ``crm`` on views of them.
+Flat forms addressed by offset (for code that addresses the workspace by offset,
+``constraints/``) are in ``common.py``: ``x_motion_inv``, ``cross_motion``.
 """
 import numpy as np
 from numba import njit
-
-from .views import strided
 
 JIT = dict(cache=True, nogil=True, fastmath=False, error_model="numpy")
 # Single-call entry points (called from Python once per state) keep the GIL: releasing
@@ -426,26 +424,3 @@ def cholesky_solve(M, L, x):
             s -= L[k, i] * x[k]
         x[i] = s / L[i, i]
     return True
-
-
-# ----------------------------------------------------------------------------
-# two of them on flat arrays addressed by offset (an operand is (flat array, start
-# offset); a transform at o is E at o..o+8 and r at o+9..o+11), for code that
-# addresses the workspace by offset (constraints)
-# ----------------------------------------------------------------------------
-
-@njit(**INLINE)
-def _v(a, o, n):
-    return strided(a, o, (n,), (1,))
-
-
-@njit(**INLINE)
-def x_motion_inv(X, ox, m, om, out, oo):
-    """out = X^-1 m (``Xinv_m``)."""
-    Xinv_m(_v(X, ox, 12), _v(m, om, 6), _v(out, oo, 6))
-
-
-@njit(**INLINE)
-def cross_motion(v, ov, m, om, out, oo):
-    """out = v x m (``crm``)."""
-    crm(_v(v, ov, 6), _v(m, om, 6), _v(out, oo, 6))

@@ -24,7 +24,7 @@ is γ + ω_a × (J q̇) (ω_a in frame a's axes) and its weld drift differs like
 import numpy as np
 from numba import njit
 
-from ..algorithms.common import BAD_QUAT, OK, joint_motion, joint_transform
+from ..algorithms.common import BAD_QUAT, OK, cross_motion, joint_motion, joint_transform, world_placement, x_motion_inv
 from ..algorithms.joints import FREE, REVOLUTE
 from ..algorithms.layout import (
     C_AXIS,
@@ -48,8 +48,7 @@ from ..algorithms.layout import (
     rnea_slot,
     world_slot,
 )
-from ..algorithms.rnea import world_placement
-from ..algorithms.spatial import INLINE, JIT, cross_motion, x_motion_inv
+from ..algorithms.spatial import INLINE, JIT
 from .layout import (
     CF_N,
     CF_RA,
