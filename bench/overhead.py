@@ -327,11 +327,14 @@ def callgrind(robots, calls, with_pieces=False):
     listing = os.path.join(out, "order.txt")
     me = [sys.executable, os.path.abspath(__file__), "--root", ROOT, "--robots", ",".join(robots),
           "--calls", str(calls)] + (["--pieces"] if with_pieces else [])
-    subprocess.run(me + ["--child", listing], check=True)      # compiles what is not cached, outside valgrind
+    # valgrind's CPU is not the host's: numba would miss its cache and compile every kernel
+    # under valgrind (~50x slower); compiled for a generic x86-64 CPU both runs share it
+    env = dict(os.environ, NUMBA_CPU_NAME="generic")
+    subprocess.run(me + ["--child", listing], check=True, env=env)   # compiles what is not cached, outside valgrind
     subprocess.run(["valgrind", "--tool=callgrind", "--trace-children=yes", "--collect-atstart=no",
                     "--toggle-collect=dropwhile_next", "--dump-after=dropwhile_next",
                     f"--callgrind-out-file={out}/cg.%p"] + me + ["--child", listing],
-                   check=True, stderr=subprocess.DEVNULL)
+                   check=True, stderr=subprocess.DEVNULL, env=env)
     with open(listing) as f:
         order = f.read().split("\n")[:-1]
     dumps = sorted((p for p in glob.glob(os.path.join(out, "cg.*.*"))), key=lambda p: int(p.rsplit(".", 1)[1]))
