@@ -8,6 +8,10 @@ Publishes joint_states (position, velocity, applied effort) and, with
 publish_description:=true, robot_description; applies efforts from
 effort_command (Float64MultiArray in `joints` order). Close the loop with the
 dynamics node, e.g. command_topic:=/rbd_dynamics/gravity_torques.
+lock_step:=true steps only when the command answering the last state arrived;
+floating_base:=true puts a legged robot on a ground plane (and publishes base_state);
+clamp_effort:=false applies efforts beyond the URDF's limits. Every other driver
+parameter (doc/sim.md): ros2 run rbd_ros sim_driver --ros-args --params-file FILE.
 Needs MuJoCo: pip install 'rbd_ros[sim]'.
 """
 from launch.actions import DeclareLaunchArgument
@@ -27,6 +31,10 @@ def generate_launch_description():
     publish_description = LaunchConfiguration("publish_description")
     joint_states = LaunchConfiguration("joint_states_topic")
     command_topic = LaunchConfiguration("command_topic")
+    lock_step = LaunchConfiguration("lock_step")
+    command_state_topic = LaunchConfiguration("command_state_topic")
+    clamp_effort = LaunchConfiguration("clamp_effort")
+    floating_base = LaunchConfiguration("floating_base")
     return LaunchDescription([
         DeclareLaunchArgument("urdf_file", default_value="rbd_arm7",
                               description="URDF path or bundled robot name (rbd_arm7)"),
@@ -45,6 +53,14 @@ def generate_launch_description():
                               description="joint state output topic"),
         DeclareLaunchArgument("command_topic", default_value="effort_command",
                               description="effort command input (e.g. /rbd_dynamics/gravity_torques)"),
+        DeclareLaunchArgument("lock_step", default_value="false",
+                              description="step in lock-step with effort_command_state (simulated time)"),
+        DeclareLaunchArgument("command_state_topic", default_value="effort_command_state",
+                              description="lock-step command input (e.g. /rbd_dynamics/effort_command_state)"),
+        DeclareLaunchArgument("clamp_effort", default_value="true",
+                              description="clamp applied efforts at the URDF's effort limits (counted)"),
+        DeclareLaunchArgument("floating_base", default_value="false",
+                              description="a floating-base robot on a ground plane (publishes base_state)"),
         Node(
             package="rbd_ros",
             executable="sim_driver",
@@ -57,7 +73,11 @@ def generate_launch_description():
                 "command_timeout": ParameterValue(command_timeout, value_type=float),
                 "initial_positions": ParameterValue(initial_positions, value_type=None),
                 "publish_description": ParameterValue(publish_description, value_type=bool),
+                "lock_step": ParameterValue(lock_step, value_type=bool),
+                "clamp_effort": ParameterValue(clamp_effort, value_type=bool),
+                "floating_base": ParameterValue(floating_base, value_type=bool),
             }],
-            remappings=[("joint_states", joint_states), ("effort_command", command_topic)],
+            remappings=[("joint_states", joint_states), ("effort_command", command_topic),
+                        ("effort_command_state", command_state_topic)],
         ),
     ])

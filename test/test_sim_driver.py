@@ -331,8 +331,8 @@ def test_launch_file_static():
     used = {ast.literal_eval(k) for k in params.keys}
     assert used and used <= declared, used - declared
     remapped = {ast.literal_eval(t.elts[0]) for t in kw["remappings"].elts}
-    assert remapped == {"joint_states", "effort_command"}
-    assert '"joint_states"' in sim_src["simulator.py"] and '"effort_command"' in sim_src["simulator.py"]
+    assert remapped == {"joint_states", "effort_command", "effort_command_state"}
+    assert all(f'"{t}"' in sim_src["simulator.py"] for t in remapped)
     setup_src = open(os.path.join(root, "setup.py")).read()
     assert "sim_driver = rbd_ros.sim.driver:main" in setup_src
 
