@@ -2,6 +2,7 @@
 """This tree's core against another git revision's, single calls and batches, in one process.
 
     python bench/ab.py [--rev HEAD~1] [--robots panda,talos_full_v2] [--rounds 41] [--batch 1000]
+    python bench/ab.py --callgrind [--rev HEAD~1] [--calls 200]   # instruction counts instead
 
 The other revision's ``rbd_ros/core`` is exported (``git archive``) into a temporary
 directory as the package ``rbd_ros_ab`` (its own numba cache there: the first run
@@ -10,13 +11,20 @@ interleaved rounds (old, new, old, new ...) on the same states; the ratio printe
 the median over rounds of new/old, so one noisy second cannot swing it.  Results of
 the two trees are also compared (they must agree to 1e-12 relative).  Batches
 (``--batch N`` different states, ``--batch 0`` to skip) are timed the same way after
-the single calls, with the same number of threads on both sides.  A benchmark,
-not a test: nothing here asserts on speed.
+the single calls, with the same number of threads on both sides.  ``--callgrind``
+counts instructions per call instead (single calls only, each function of both trees
+run ``--calls`` times under ``valgrind --tool=callgrind``, each measurement in its own
+dump; the kernels compiled for a generic x86-64 CPU, ``NUMBA_CPU_NAME=generic``, which
+valgrind runs from numba's cache): repeatable whatever the machine's load, so a change
+of a few per cent shows on a busy host (instructions, not time).  A benchmark, not a test: nothing here asserts
+on speed.
 """
 from __future__ import annotations
 
 import argparse
+import glob
 import importlib
+import itertools
 import os
 import shutil
 import statistics
@@ -105,6 +113,76 @@ def per_call_ns(fn, n):
     return (time.perf_counter_ns() - t) / n
 
 
+# ---- callgrind: each measurement runs inside one call of itertools.dropwhile's C
+# ``dropwhile_next`` (its predicate runs it), the toggle (as bench/overhead.py does)
+
+def _run(fn, n):
+    for _ in range(n):
+        fn()
+
+
+def _measure_once(fn, n):
+    next(itertools.dropwhile(lambda _: _run(fn, n), (0,)))
+
+
+def _cases(old, robots, rng):
+    """[(robot, name, old call, new call)] of every single call, on one state per robot."""
+    out = []
+    for robot in robots:
+        urdf = orc.robot_urdf(robot)
+        floating = orc.ROBOTS[robot][1]
+        mo = old.Model.from_urdf(urdf, floating_base=floating, mimic=False)
+        mn = new.Model.from_urdf(urdf, floating_base=floating, mimic=False)
+        q = state(mn, floating, rng)
+        v = rng.standard_normal(mn.nv)
+        acc = rng.standard_normal(mn.nv)
+        co, cn = calls(old, mo, q, v, acc), calls(new, mn, q, v, acc)
+        co.update({k: f for k, (f, _) in single_calls(old, mo, q, v, acc).items()})
+        cn.update({k: f for k, (f, _) in single_calls(new, mn, q, v, acc).items()})
+        out += [(robot, name, co[name], cn[name]) for name in co]
+    return out
+
+
+def child(old, robots, n, listing):
+    """Under callgrind: every (robot, function) of the old tree, then the new, n calls each."""
+    cases = _cases(old, robots, np.random.default_rng(0))
+    with open(listing, "w") as f:
+        f.write("".join(f"{robot} {name}\n" for robot, name, _, _ in cases))
+    for _, _, fo, fn in cases:
+        _run(fo, 3)
+        _run(fn, 3)
+        _measure_once(fo, n)
+        _measure_once(fn, n)
+
+
+def callgrind(a, sha):
+    out = tempfile.mkdtemp(prefix="rbd_ab_cg_")
+    listing = os.path.join(out, "order.txt")
+    me = [sys.executable, os.path.abspath(__file__), "--rev", a.rev, "--robots", a.robots, "--calls", str(a.calls),
+          "--cache", a.cache, "--child", listing]
+    # valgrind's CPU is not the host's: numba would miss its cache and compile every kernel
+    # under valgrind (~50x slower); compiled for a generic x86-64 CPU both runs share it
+    env = dict(os.environ, NUMBA_CPU_NAME="generic")
+    subprocess.run(me, check=True, env=env)  # compiles what is not cached, outside valgrind
+    subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=dropwhile_next",
+                    "--dump-after=dropwhile_next", f"--callgrind-out-file={out}/cg.%p"] + me,
+                   check=True, stderr=subprocess.DEVNULL, env=env)
+    with open(listing) as f:
+        order = [line.split() for line in f.read().splitlines()]
+    dumps = sorted(glob.glob(os.path.join(out, "cg.*.*")), key=lambda p: int(p.rsplit(".", 1)[1]))
+    counts = []
+    for path in dumps[-2 * len(order):]:    # the measurements are the last dumps
+        with open(path) as f:
+            counts.append(next(int(line.split()[1]) for line in f if line.startswith(("summary:", "totals:"))))
+    print(f"new: this tree; old: {a.rev} ({sha}); instructions per call (callgrind, {a.calls} calls each, "
+          f"including the Python loop); ratio = new / old")
+    print(f"{'robot':16s} {'function':26s} {'old':>9s} {'new':>9s} {'ratio':>7s}")
+    for k, (robot, name) in enumerate(order):
+        co, cn = counts[2 * k] / a.calls, counts[2 * k + 1] / a.calls
+        print(f"{robot:16s} {name:26s} {co:9.0f} {cn:9.0f} {cn / co:7.3f}")
+    shutil.rmtree(out)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rev", default="HEAD~1", help="the other revision (default HEAD~1)")
@@ -114,9 +192,15 @@ def main():
     ap.add_argument("--batch", type=int, default=1000, help="states per batch (0: no batches)")
     ap.add_argument("--batch-calls", type=int, default=10, help="batch calls per function per round")
     ap.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "rbd_ros_ab"))
+    ap.add_argument("--callgrind", action="store_true", help="instruction counts under valgrind instead of times")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     os.makedirs(a.cache, exist_ok=True)
     old, sha = export(a.rev, a.cache)
+    if a.child:
+        return child(old, a.robots.split(","), a.calls, a.child)
+    if a.callgrind:
+        return callgrind(a, sha)
     print(f"new: this tree; old: {a.rev} ({sha}); median over {a.rounds} interleaved rounds of "
           f"{a.calls} calls; ratio = new / old (< 1: new is faster)")
     print(f"{'robot':16s} {'function':26s} {'old us':>8s} {'new us':>8s} {'ratio':>7s}")

@@ -1,16 +1,18 @@
 """Unit tests of the compiled building blocks against their 6x6 forms
 (rbd_ros.core.algorithms.reference.spatial / jcalc): spatial primitives, joint
-transforms (and the hand-copied joint dispatch inside the hot kernels), the
-LᵀDL elimination tree, Model.with_gravity, the workspace layout, and the
-workspace views of rbd_ros.core.calls.inspect."""
+transforms (and the X_i every kernel leaves in its workspace through the one
+joint dispatch, common.jcalc), the LᵀDL elimination tree, Model.with_gravity,
+the workspace layout and its per-body views, and the workspace views of
+rbd_ros.core.calls.inspect."""
 import numpy as np
 import pytest
 from core_util import random_state, random_tree_urdf, rel_err
+from numba import njit
 
 import rbd_ros.core as rbd
 from rbd_ros.core.algorithms import joints, layout, spatial
 from rbd_ros.core.algorithms import reference as ref
-from rbd_ros.core.algorithms.common import joint_transform
+from rbd_ros.core.algorithms.common import cross_motion, joint_transform, x_motion_inv
 from rbd_ros.core.algorithms.reference import spatial as S6
 from rbd_ros.core.algorithms.reference.crba import composite_inertias
 from rbd_ros.core.algorithms.reference.jcalc import x_up
@@ -60,25 +62,44 @@ def out_buf(n, init=None):
 
 
 # ------------------------------------------------------------------ spatial primitives
+# (operands are 1-D views; each result is written into the middle of a sentinel-filled
+# buffer: ``inside`` checks nothing around it was touched)
 
-def test_x_motion_x_force_and_inverses(rng):
+def at(buf, n, off=5):
+    """The n numbers of ``buf`` at ``off`` as a view (where a kernel writes)."""
+    return buf[off:off + n]
+
+
+def test_motion_and_force_transforms(rng):
     for _ in range(5):
         E, r, m, f = rand_rot(rng), rng.normal(size=3), rng.normal(size=6), rng.normal(size=6)
         X = S6.plux(E, r)
-        Xb, mb, fb = packed(E, r), packed(m, off=2), packed(f, off=1)
+        X12 = np.concatenate([E.ravel(), r])
         o = out_buf(6)
-        spatial.x_motion(Xb, 3, mb, 2, o, 5)
+        spatial.Xm(X12, m, at(o, 6))
         assert rel_err(inside(o, 6, 5), X @ m) < TOL
         o = out_buf(6)
-        spatial.x_motion_inv(Xb, 3, mb, 2, o, 5)
+        spatial.Xinv_m(X12, m, at(o, 6))
         assert rel_err(inside(o, 6, 5), np.linalg.solve(X, m)) < TOL
         o = out_buf(6)
-        spatial.x_force(Xb, 3, fb, 1, o, 5)
+        spatial.Xstar_f(X12, f, at(o, 6))
         assert rel_err(inside(o, 6, 5), S6.force_transform(X) @ f) < TOL
         base = rng.normal(size=6)
         o = out_buf(6, base)
-        spatial.xT_force_add(Xb, 3, fb, 1, o, 5)
+        spatial.XT_f_add(X12, f, at(o, 6))
         assert rel_err(inside(o, 6, 5), base + X.T @ f) < TOL
+        # the flat form (common.py) for offset-addressed code
+        o = out_buf(6)
+        x_motion_inv(packed(E, r), 3, packed(m, off=2), 2, o, 5)
+        assert rel_err(inside(o, 6, 5), np.linalg.solve(X, m)) < TOL
+
+
+def test_compose(rng):
+    Ea, ra, Eb, rb = rand_rot(rng), rng.normal(size=3), rand_rot(rng), rng.normal(size=3)
+    o = out_buf(12)
+    spatial.X_compose(np.concatenate([Ea.ravel(), ra]), np.concatenate([Eb.ravel(), rb]), at(o, 12))
+    got = inside(o, 12, 5)
+    assert rel_err(S6.plux(got[:9].reshape(3, 3), got[9:]), S6.plux(Ea, ra) @ S6.plux(Eb, rb)) < TOL
 
 
 def test_plux_is_rot_times_xlt_and_force_transform(rng):
@@ -94,11 +115,14 @@ def test_cross_products(rng):
     for _ in range(5):
         v, m, f = rng.normal(size=6), rng.normal(size=6), rng.normal(size=6)
         o = out_buf(6)
-        spatial.cross_motion(packed(v), 3, packed(m, off=2), 2, o, 5)
+        spatial.crm(v, m, at(o, 6))
+        assert rel_err(inside(o, 6, 5), S6.crm(v) @ m) < TOL
+        o = out_buf(6)
+        cross_motion(packed(v), 3, packed(m, off=2), 2, o, 5)
         assert rel_err(inside(o, 6, 5), S6.crm(v) @ m) < TOL
         base = rng.normal(size=6)
         o = out_buf(6, base)
-        spatial.cross_force_add(packed(v), 3, packed(f, off=2), 2, o, 5)
+        spatial.crf_add(v, f, at(o, 6))
         assert rel_err(inside(o, 6, 5), base + S6.crf(v) @ f) < TOL
         # the defining identities: v x m = -m x v, (v x*) f = -(v x)^T f, and icrf
         assert rel_err(S6.crm(v) @ m, -S6.crm(m) @ v) < TOL
@@ -109,12 +133,13 @@ def test_inertia_mul_and_mat6(rng):
     for _ in range(5):
         m, h, Ibar = rand_inertia(rng)
         I6 = S6.inertia(m, h, Ibar)
+        I13 = np.concatenate([[m], h, Ibar.ravel()])
         v = rng.normal(size=6)
         o = out_buf(6)
-        spatial.inertia_mul(packed(m, h, Ibar), 3, packed(v, off=2), 2, o, 5)
+        spatial.I_m(I13, v, at(o, 6))
         assert rel_err(inside(o, 6, 5), I6 @ v) < TOL
         o = out_buf(36)
-        spatial.inertia_to_mat6(packed(m, h, Ibar), 3, o, 5)
+        spatial.I_to_mat6(I13, at(o, 36).reshape(6, 6))
         assert rel_err(inside(o, 36, 5).reshape(6, 6), I6) < TOL
         # stored (m, h = m c, Ibar about the origin) is Featherstone's mcI(m, c, Ic)
         c = h / m
@@ -124,20 +149,26 @@ def test_inertia_mul_and_mat6(rng):
         assert rel_err(S6.inertia(mm, hh, II), I6) < TOL
 
 
-def test_inertia_xT_add(rng):
+def test_inertia_congruence(rng):
     for _ in range(5):
         E, r = rand_rot(rng), rng.normal(size=3)
         X = S6.plux(E, r)
+        X12 = np.concatenate([E.ravel(), r])
         m, h, Ibar = rand_inertia(rng)
+        I13 = np.concatenate([[m], h, Ibar.ravel()])
         m0, h0, I0 = rand_inertia(rng)
         o = out_buf(13, np.concatenate([[m0], h0, I0.ravel()]))
-        spatial.inertia_xT_add(packed(E, r), 3, packed(m, h, Ibar, off=2), 2, o, 5)
+        spatial.XT_I_X_add(X12, I13, at(o, 13))
         got = inside(o, 13, 5)
         want = S6.inertia(m0, h0, I0) + X.T @ S6.inertia(m, h, Ibar) @ X
         assert rel_err(S6.inertia(got[0], got[1:4], got[4:]), want) < TOL
+        o = out_buf(13)
+        spatial.XT_I_X(X12, I13, at(o, 13))
+        got = inside(o, 13, 5)
+        assert rel_err(S6.inertia(got[0], got[1:4], got[4:]), X.T @ S6.inertia(m, h, Ibar) @ X) < TOL
 
 
-def test_mat6_xT_X_add(rng):
+def test_mat6_congruence(rng):
     for _ in range(5):
         E, r = rand_rot(rng), rng.normal(size=3)
         X = S6.plux(E, r)
@@ -146,20 +177,23 @@ def test_mat6_xT_X_add(rng):
         base = rng.normal(size=(6, 6))
         o = out_buf(36, base)
         tmp = np.full(40, SENTINEL)
-        spatial.mat6_xT_X_add(packed(E, r), 3, packed(M, off=2), 2, tmp, 2, o, 5)
+        spatial.XT_M_X_add(np.concatenate([E.ravel(), r]), M, tmp[2:38], at(o, 36).reshape(6, 6))
         assert rel_err(inside(o, 36, 5).reshape(6, 6), base + X.T @ M @ X) < TOL
         assert np.all(tmp[:2] == SENTINEL) and np.all(tmp[38:] == SENTINEL)   # 36 scratch numbers
 
 
-def test_chol6_solve(rng):
-    A = rng.normal(size=(6, 6))
-    M = A @ A.T + 0.1 * np.eye(6)
-    b = rng.normal(size=6)
-    o, L = out_buf(6), np.zeros(40)
-    assert spatial.chol6_solve(packed(M), 3, packed(b, off=2), 2, L, 4, o, 5)
-    assert rel_err(M @ inside(o, 6, 5), b) < 1e-10
-    M[2, 2] = -1.0
-    assert not spatial.chol6_solve(packed(M), 3, packed(b, off=2), 2, L, 4, out_buf(6), 5)
+def test_cholesky_solve(rng):
+    for n in (6, 3, 1):
+        A = rng.normal(size=(n, n))
+        M = A @ A.T + 0.1 * np.eye(n)
+        b = rng.normal(size=n)
+        x, L = b.copy(), np.zeros((n, n))
+        assert spatial.cholesky_solve(M, L, x)
+        assert rel_err(M @ x, b) < 1e-10
+        K, y = M.copy(), b.copy()           # in place: L is M
+        assert spatial.cholesky_solve(K, K, y) and rel_err(y, x) < 1e-12
+        M[n - 1, n - 1] = -1.0
+        assert not spatial.cholesky_solve(M, L, b.copy())
 
 
 def test_skew_and_rpy(rng):
@@ -181,11 +215,11 @@ def test_revolute_and_prismatic_transforms(rng):
         u /= np.linalg.norm(u)
         x = rng.uniform(-4, 4)
         o = out_buf(12)
-        joints.revolute_transform(packed(ET, rT), 3, packed(u, off=1), 1, x, o, 5)
+        joints.revolute_transform(np.concatenate([ET.ravel(), rT]), u, x, o[5:17])
         got = inside(o, 12, 5)
         assert rel_err(S6.plux(got[:9].reshape(3, 3), got[9:]), S6.rot(S6.rotation(u, x).T) @ XT) < TOL
         o = out_buf(12)
-        joints.prismatic_transform(packed(ET, rT), 3, packed(u, off=1), 1, x, o, 5)
+        joints.prismatic_transform(np.concatenate([ET.ravel(), rT]), u, x, o[5:17])
         got = inside(o, 12, 5)
         assert rel_err(S6.plux(got[:9].reshape(3, 3), got[9:]), S6.xlt(u * x) @ XT) < TOL
 
@@ -194,12 +228,12 @@ def test_free_transform(rng):
     ET, rT = rand_rot(rng), rng.normal(size=3)
     q = np.concatenate([rng.normal(size=3), 3.0 * rng.normal(size=4)])     # quaternion not normalised
     o = out_buf(12)
-    assert joints.free_transform(packed(ET, rT), 3, packed(q, off=2), 2, o, 5)
+    assert joints.free_transform(np.concatenate([ET.ravel(), rT]), q, o[5:17])
     got = inside(o, 12, 5)
     want = S6.plux(S6.quat_to_matrix(*q[3:]).T, q[:3]) @ S6.plux(ET, rT)
     assert rel_err(S6.plux(got[:9].reshape(3, 3), got[9:]), want) < TOL
     q[3:] = 0.0
-    assert not joints.free_transform(packed(ET, rT), 3, packed(q, off=2), 2, out_buf(12), 5)
+    assert not joints.free_transform(np.concatenate([ET.ravel(), rT]), q, np.zeros(12))
 
 
 def test_planar_basis(rng):
@@ -257,9 +291,10 @@ KERNELS = {
 
 
 @pytest.mark.parametrize("kernel", list(KERNELS))
-def test_hand_copied_joint_dispatch_equals_joint_transform(model, kernel):
-    """rnea, crba and aba spell the joint dispatch out by hand: the transform
-    each leaves in the workspace is common.joint_transform's (and jcalc's)."""
+def test_every_kernels_joint_transform_equals_jcalc(model, kernel):
+    """Every kernel computes X_i through common.jcalc into its workspace view X[i]:
+    the transform each leaves there is common.joint_transform's (the flat form) and
+    the twin's jcalc."""
     q, v, a = random_state(model, np.random.default_rng(6))
     w = workspace_views(model)
     w.E[:] = SENTINEL
@@ -409,6 +444,83 @@ def test_slot_helpers_address_body_blocks():
                           (layout.cor_slot, layout.W_COR), (layout.crba_slot, layout.W_CRBA)):
         for o, i in ((0, 0), (17, 0), (17, 3), (1000, 41)):
             assert helper(o, i) == o + i * width
+
+
+@njit(cache=False)
+def _probe_views(md, ws):
+    """Writes each body's slot numbers through the kernels' views; returns the body
+    table read through layout.bodies (test_views_address_the_layout)."""
+    B = layout.bodies(md)
+    offs = layout.offsets(md)
+    X, v, a, f = layout.rnea_slots(ws, offs, B.n)
+    X0 = layout.world_slots(ws, offs, B.n)
+    Ic = layout.ic_slots(ws, offs, B.n)
+    IA, pA, c, U, D, u, S = layout.aba_slots(ws, offs, B.n)
+    Sc, F = layout.crba_slots(ws, offs, B.n)
+    CS, CSd, CIc, CBc = layout.cor_slots(ws, offs, B.n)
+    for i in range(B.n):            # write each body's slot numbers through the views
+        for k in range(12):
+            X[i, k] = 1000 * i + layout.RN_X + k
+            X0[i, k] = 1000 * i + 100 + k
+        for k in range(6):
+            v[i, k] = 1000 * i + layout.RN_V + k
+            a[i, k] = 1000 * i + layout.RN_A + k
+            f[i, k] = 1000 * i + layout.RN_F + k
+            pA[i, k] = 1000 * i + 200 + layout.AB_PA + k
+            c[i, k] = 1000 * i + 200 + layout.AB_C + k
+            U[i, k] = 1000 * i + 200 + layout.AB_U + k
+            u[i, k] = 1000 * i + 200 + layout.AB_TAU + k
+            S[i, k] = 1000 * i + 200 + layout.AB_S + k
+        for k in range(13):
+            Ic[i, k] = 1000 * i + 400 + k
+        for r in range(6):
+            for k in range(6):
+                IA[i, r, k] = 1000 * i + 200 + layout.AB_IA + 6 * r + k
+                D[i, r, k] = 1000 * i + 200 + layout.AB_D + 6 * r + k
+                Sc[i, r, k] = 1000 * i + 500 + layout.CR_S + 6 * r + k
+                F[i, r, k] = 1000 * i + 500 + layout.CR_F + 6 * r + k
+                CS[i, r, k] = 1000 * i + 600 + layout.CO_S + 6 * r + k
+                CSd[i, r, k] = 1000 * i + 600 + layout.CO_SDOT + 6 * r + k
+                CIc[i, r, k] = 1000 * i + 600 + layout.CO_IC + 6 * r + k
+                CBc[i, r, k] = 1000 * i + 600 + layout.CO_BC + 6 * r + k
+    table = np.zeros((B.n, 12))
+    for i in range(B.n):
+        table[i, 0] = B.parent[i]
+        table[i, 1] = B.jtype[i]
+        table[i, 2] = B.qi[i]
+        table[i, 3] = B.vi[i]
+        table[i, 4] = B.fv[i]
+        table[i, 5] = B.mult[i]
+        table[i, 6] = B.offset[i]
+        table[i, 7] = B.Xtree[i, 11]
+        table[i, 8] = B.axis[i, 2]
+        table[i, 9] = B.I[i, 12]
+        table[i, 10] = B.mimic[i]
+        table[i, 11] = B.subend[i]
+    return table
+
+
+def test_views_address_the_layout(model):
+    """The kernels' per-body views read what the offsets of layout.py address: the
+    body table's columns (bodies) and every region's slots (*_slots), body by body."""
+    ws = np.full(model.workspace().size, SENTINEL)
+    table = _probe_views(model.md, ws)
+    mi, md, nb = model.mi, model.md, model.nbodies
+    offs = layout.region_offsets(nb, int(mi[layout.H_NVF]), int(mi[layout.H_NMIM]))
+    regions = ((layout.R_RNEA, layout.rnea_slot, 0), (layout.R_WORLD, layout.world_slot, 100),
+               (layout.R_ABA, layout.aba_slot, 200), (layout.R_IC, layout.ic_slot, 400),
+               (layout.R_CRBA, layout.crba_slot, 500), (layout.R_COR, layout.cor_slot, 600))
+    for i in range(nb):
+        for r, slot, tag in regions:
+            width = layout.SLOTS[{0: "rnea", 100: "world", 200: "aba", 400: "ic", 500: "crba", 600: "cor"}[tag]][0]
+            block = ws[slot(offs[r], i):slot(offs[r], i) + width]
+            used = block != SENTINEL
+            assert np.array_equal(block[used], 1000 * i + tag + np.flatnonzero(used)), (i, tag)
+        o = layout.body_row(mi, i)
+        want = [mi[o + layout.C_PARENT], mi[o + layout.C_JTYPE], mi[o + layout.C_QI], mi[o + layout.C_VI],
+                mi[o + layout.C_FV], md[o + layout.C_MULT], md[o + layout.C_OFFSET], md[o + layout.C_ET + 11],
+                md[o + layout.C_AXIS + 2], md[o + layout.C_MASS + 12], mi[o + layout.C_MIMIC], mi[o + layout.C_SUBEND]]
+        assert np.array_equal(table[i], np.array(want, dtype=float)), i
 
 
 @pytest.mark.parametrize("kernel", list(KERNELS))

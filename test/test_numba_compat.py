@@ -1,6 +1,7 @@
-"""numba's private API as rbd_ros.core uses it (``rbd_ros/core/_numba_compat.py``,
-the only module that touches it): if numba changes any of it, these tests fail
-and say which numba version did it.  The supported numba range (setup.py) is
+"""numba's private API as rbd_ros.core uses it (``rbd_ros/core/calls/_numba_compat.py``
+and the kernels' views, ``rbd_ros/core/algorithms/views.py``, the only modules that
+touch it): if numba changes any of it, these tests fail and say which numba version
+did it.  The supported numba range (setup.py) is
 the range these tests have passed on."""
 import os
 import re
@@ -13,10 +14,12 @@ import numpy as np
 import pytest
 from numba import njit
 
+from rbd_ros.core.algorithms import views
 from rbd_ros.core.calls import _numba_compat as nbc
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WHO = f"numba {numba.__version__} changed an internal rbd_ros.core relies on (rbd_ros/core/_numba_compat.py)"
+WHO = (f"numba {numba.__version__} changed an internal rbd_ros.core relies on "
+       "(rbd_ros/core/calls/_numba_compat.py, rbd_ros/core/algorithms/views.py)")
 
 
 def test_compile_for_args_is_what_the_dispatcher_calls_when_nothing_matches():
@@ -136,3 +139,60 @@ def test_a_numba_below_the_range_is_refused_at_import_with_the_fix():
     nbc.check_version("0.62.0")          # sentinel: the bounds themselves pass
     nbc.check_version("0.68.1")
     nbc.check_version("0.69.0rc1")
+
+
+def test_strided_and_borrowed_views():
+    """The kernels' views (views.strided, borrow): the right numbers, written
+    through to the array, for float64 and int64 buffers, 1-, 2- and 3-D."""
+    @njit(cache=False)
+    def probe(a, start):
+        b = views.borrow(a)
+        R = views.strided(b, start, (3, 4), (10, 1))
+        for i in range(3):
+            r = R[i]
+            for k in range(4):
+                r[k] = 100.0 * i + k
+        M = views.strided(b, 50, (2, 2, 3), (6, 3, 1))
+        M[1, 1, 2] = -1.0
+        col = views.strided(b.view(np.int64), 70, (3,), (2,))
+        col[2] = 7
+        return R[2, 3], R.strides, M.strides, col.strides, b.shape[0]
+
+    a = np.zeros(80)
+    got = probe(a, 2)
+    assert got == (203.0, (80, 8), (48, 24, 8), (16,), 80), WHO
+    want = np.zeros(80)
+    for i in range(3):
+        want[2 + 10 * i:6 + 10 * i] = 100.0 * i + np.arange(4)
+    want[50 + 6 + 3 + 2] = -1.0
+    want[74] = np.int64(7).view(np.float64)
+    assert np.array_equal(a.view(np.int64), want.view(np.int64)), WHO
+
+
+def test_borrowed_views_cost_no_reference_counting():
+    """Rows of a borrowed array handed to an inlined helper in a loop compile to no
+    NRT_incref (the same with a plain array's rows does: what borrow saves)."""
+    @njit(inline="always")
+    def put(x, y):
+        y[0] = x[1]
+
+    def make(borrowed):
+        @njit(cache=False)
+        def f(a, b, n):
+            if borrowed:
+                a = views.borrow(a)
+                b = views.borrow(b)
+            R = a.reshape((n, 4)) if not borrowed else views.strided(a, 0, (n, 4), (4, 1))
+            for i in range(n):
+                if R[i, 0] > 0.0:
+                    put(R[i], b)
+            return b[0]
+        return f
+
+    a = np.arange(12.0)
+    for borrowed in (True, False):
+        f = make(borrowed)
+        assert f(a, np.zeros(1), 3) == 9.0
+        ir = f.inspect_llvm(f.signatures[0])
+        increfs = len(re.findall(r"call void @NRT_incref", ir))
+        assert (increfs == 0) == borrowed, (WHO, borrowed, increfs)

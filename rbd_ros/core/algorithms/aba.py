@@ -1,6 +1,7 @@
-"""Articulated-Body Algorithm, world-frame variant (Pinocchio's arrangement);
-a second forward-dynamics path.  RBDA Table 7.1 as written (body frames, a
-congruence X_i^T I^a X_i per body) is in ``rbd_ros/core/reference/aba.py``.
+"""Articulated-Body Algorithm: forward dynamics, RBDA Table 7.1 in its
+world-frame variant (Pinocchio's arrangement); a second forward-dynamics path.
+Table 7.1 as written (body frames, a congruence X_i^T I^a X_i per body) is the
+twin, ``reference/aba.py`` (``fdab``), pass for pass.
 
 Every quantity below is in world coordinates, moments about the world
 origin: X0_i is the world -> body-i transform, S_i the joint's motion
@@ -8,16 +9,16 @@ subspace mapped to the world (S_i = X0_i^-1 S_i^body), I_i = X0_i^T I_i^body
 X0_i.  The kernel runs (1-DOF joints; the free joint below):
 
     v_0 = 0,  a_0 = -a_g
-    for i = 1..N:                                   (forward)
+    forward pass, i = 1..N:
         X_i = X_J(q_i) X_T(i);  X0_i = X_i X0_λ
         vJ_i = X0_i^-1 S_i^body qd_i;  v_i = v_λ + vJ_i;  c_i = v_λ x vJ_i
         I^A_i = I_i;  p^A_i = v_i x* I_i v_i - f_i^ext      (f^ext mapped to world if local)
-    for i = N..1:                                   (backward)
+    backward pass, i = N..1:
         U_i = I^A_i S_i;  D_i = S_i^T U_i + armature_i;  u_i = tau_i - S_i^T p^A_i
         if λ(i) != 0:
             I^A_λ += I^A_i - U_i D_i^-1 U_i^T                       (no congruence)
             p^A_λ += p^A_i + (I^A_i - U_i D_i^-1 U_i^T) c_i + U_i D_i^-1 u_i
-    for i = 1..N:                                   (forward)
+    forward pass, i = 1..N:
         a' = a_λ + c_i
         qdd_i = D_i^-1 (u_i - U_i^T a')
         a_i = a' + S_i qdd_i
@@ -74,392 +75,310 @@ import numpy as np
 from numba import njit
 
 from .common import (
-    BAD_A,
     BAD_FEXT,
-    BAD_Q,
     BAD_QUAT,
-    BAD_RESULT,
-    BAD_SHAPE,
-    BAD_V,
     OK,
     SINGULAR,
     S_column,
+    add,
     all_finite,
+    check_state,
     fext_fits,
-    joint_motion,
+    fext_row,
+    fill,
+    finite_result,
+    jcalc,
+    joint_velocity,
+    ncols,
+    no_fext,
+    sub,
+    world_transform,
 )
-from .joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
+from .joints import FREE
 from .layout import (
-    AB_C,
-    AB_D,
-    AB_IA,
-    AB_PA,
-    AB_S,
-    AB_TAU,
-    AB_U,
-    C_AXIS,
-    C_ET,
-    C_FV,
-    C_JTYPE,
-    C_MASS,
-    C_MIMIC,
-    C_MULT,
-    C_OFFSET,
-    C_PARENT,
-    C_QI,
-    C_VI,
-    H_GRAV,
-    H_NB,
     H_NMIM,
-    H_NQ,
     H_NV,
     H_NVF,
-    H_OFF_ARM,
-    R_ABA,
-    R_END,
     R_K,
-    R_RNEA,
-    R_TMP,
     R_VEC,
-    R_WORLD,
     R_Y,
-    RN_A,
-    RN_V,
-    RN_X,
-    WO_X,
-    aba_slot,
-    body_row,
+    aba_slots,
+    armature,
+    bodies,
+    gravity,
     mimic_pair,
-    region_offsets,
-    rnea_slot,
+    offsets,
+    rnea_slots,
+    rows,
+    scratch,
+    vector,
     workspace_size,
-    world_slot,
+    world_slots,
 )
-from .rnea import world_placement
-from .spatial import (
-    JIT,
-    chol6_solve,
-    cross_force_add,
-    cross_motion,
-    inertia_mul,
-    inertia_to_mat6,
-    inertia_xT_add,
-    x_motion,
-    x_motion_inv,
-    xT_force_add,
-)
+from .spatial import ENTRY, INLINE, JIT, XT_I_X, I_m, I_to_mat6, Xinv_m, Xm, XT_f_add, cholesky_solve, crf_add, crm
+from .views import borrow, contiguous
 
 PIVOT_TOL = 1e-6        # relative pivot below which the CRBA path is used (module docstring)
 
 
+@njit(**INLINE)
+def world_velocity(B, i, X0i, qd, v, c, S, t):
+    """Body i's world velocity v[i] = v_λ + vJ_i and c[i] = v_λ x vJ_i, with vJ_i =
+    X0_i^-1 S_i qd_i; S[i] = X0_i^-1 S_i (1-DOF joints).  ``t``: 12 numbers of scratch."""
+    vJ_body = vector(t, 0, 6)
+    vJ = vector(t, 6, 6)
+    joint_velocity(B, i, qd, vJ_body)
+    Xinv_m(X0i, vJ_body, vJ)
+    if B.jtype[i] != FREE:
+        S_column(B, i, 0, vJ_body)
+        Xinv_m(X0i, vJ_body, S[i])
+    p = B.parent[i]
+    if p >= 0:
+        crm(v[p], vJ, c[i])
+        for k in range(6):
+            v[i, k] = v[p, k] + vJ[k]
+    else:
+        fill(c[i], 0.0)
+        for k in range(6):
+            v[i, k] = vJ[k]
+
+
+@njit(**INLINE)
+def bias_force(B, i, X0i, vi, fext, fext_world, IAi, pAi, t):
+    """I^A_i = X0_i^T I_i X0_i (6 x 6), p^A_i = v_i x* I^A_i v_i - f_i^ext (world, about
+    the world origin; a body-frame f^ext moved there by X0_i^T; ``fext`` (0, 6): none).
+    ``t``: 19 numbers of scratch."""
+    I0 = vector(t, 6, 13)
+    Iv = vector(t, 0, 6)
+    XT_I_X(X0i, B.I[i], I0)
+    I_to_mat6(I0, IAi)
+    I_m(I0, vi, Iv)
+    fill(pAi, 0.0)
+    crf_add(vi, Iv, pAi)
+    if fext.shape[0] > 0 and fext_world:
+        sub(pAi, fext[i])
+    elif fext.shape[0] > 0:
+        fill(Iv, 0.0)
+        XT_f_add(X0i, fext[i], Iv)
+        sub(pAi, Iv)
+
+
 @njit(**JIT)
-def _articulated_inertias(md, mi, ws, oA):
-    """Backward sweep for I^A, U, D (independent of v, tau, f_ext), world frame.
+def articulated_inertias(md, ws):
+    """Backward pass for I^A, U, D (independent of v, tau, f_ext), world frame.
     Returns False if some D is not positive relative to its scale (and, with mimic
     joints, to the largest D: see the module docstring)."""
-    nb = mi[H_NB]
+    B = bodies(md)
+    IA, _, _, U, D, _, S = aba_slots(ws, offsets(md), B.n)
+    arm = armature(md)
     dmax = 0.0
-    for i in range(nb - 1, -1, -1):
-        o = body_row(mi, i)
-        b = aba_slot(oA, i)
-        p = mi[o + C_PARENT]
-        if mi[o + C_JTYPE] == FREE:
+    for i in range(B.n - 1, -1, -1):
+        if B.jtype[i] == FREE:
             # S invertible: I^a = 0, nothing reaches the parent; keep I^A for the solve
-            for k in range(36):
-                ws[b + AB_D + k] = ws[b + AB_IA + k]
+            for r in range(6):
+                for k in range(6):
+                    D[i, r, k] = IA[i, r, k]
             continue
-        s = aba_slot(oA, i) + AB_S
-        D = 0.0
+        d = 0.0              # D_i = S_i^T U_i (+ armature), U_i = I^A_i S_i
         scale = 0.0
         for r in range(6):
             ur = 0.0
             for k in range(6):
-                ur += ws[b + AB_IA + 6 * r + k] * ws[s + k]
-            ws[b + AB_U + r] = ur
-            D += ws[s + r] * ur
-            scale += ws[s + r] * ws[s + r] * ws[b + AB_IA + 7 * r]
-        if mi[o + C_MIMIC] == 0:
-            D += md[mi[H_OFF_ARM] + mi[o + C_VI]]
-        if not D > PIVOT_TOL * scale:
+                ur += IA[i, r, k] * S[i, k]
+            U[i, r] = ur
+            d += S[i, r] * ur
+            scale += S[i, r] * S[i, r] * IA[i, r, r]
+        if B.mimic[i] == 0:
+            d += arm[B.vi[i]]
+        if not d > PIVOT_TOL * scale:
             return False
-        ws[b + AB_D] = D
-        if D > dmax:
-            dmax = D
-        if p >= 0:
-            bp = aba_slot(oA, p)
+        D[i, 0, 0] = d
+        dmax = max(dmax, d)
+        p = B.parent[i]
+        if p >= 0:           # I^A_λ += I^A_i - U_i D_i^-1 U_i^T
             for r in range(6):
-                ur = ws[b + AB_U + r] / D
-                for c in range(6):
-                    ws[bp + AB_IA + 6 * r + c] += ws[b + AB_IA + 6 * r + c] - ur * ws[b + AB_U + c]
-    if mi[H_NMIM] > 0:
-        for i in range(nb):
-            if mi[body_row(mi, i) + C_JTYPE] != FREE and not ws[aba_slot(oA, i) + AB_D] > PIVOT_TOL * dmax:
+                ur = U[i, r] / d
+                for k in range(6):
+                    IA[p, r, k] += IA[i, r, k] - ur * U[i, k]
+    if md.view(np.int64)[H_NMIM] > 0:
+        for i in range(B.n):
+            if B.jtype[i] != FREE and not D[i, 0, 0] > PIVOT_TOL * dmax:
                 return False
     return True
 
 
 @njit(**JIT)
-def _force_and_accel_sweeps(md, mi, ws, oR, oW, oA, t, tau_full, with_bias, qdd_full):
-    """Backward sweep for u and p^A, forward sweep for the accelerations (world
-    frame).  ``p^A`` and ``c`` must hold the bias terms (or zeros when not
-    ``with_bias``).  Writes qdd_full (user order per body).  False if a free
-    joint's I^A is not positive definite."""
-    nb = mi[H_NB]
-    for i in range(nb - 1, -1, -1):
-        o = body_row(mi, i)
-        b = aba_slot(oA, i)
-        fv = mi[o + C_FV]
-        p = mi[o + C_PARENT]
-        if mi[o + C_JTYPE] == FREE:
+def force_and_accel_sweeps(md, ws, tau_full, with_bias, qdd_full):
+    """Backward pass for u and p^A, forward pass for the accelerations (world frame).
+    ``p^A`` and ``c`` must hold the bias terms (or zeros when not ``with_bias``).
+    Writes qdd_full (user order per body).  False if a free joint's I^A is not
+    positive definite."""
+    B = bodies(md)
+    offs = offsets(md)
+    IA, pA, c, U, D, u, S = aba_slots(ws, offs, B.n)
+    a = rnea_slots(ws, offs, B.n)[2]
+    X0 = world_slots(ws, offs, B.n)
+    t = scratch(ws, offs)
+    # ---- backward pass: u_i = tau_i - S_i^T p^A_i;  p^A_λ += p^A_i + I^a c_i + U_i D_i^-1 u_i
+    for i in range(B.n - 1, -1, -1):
+        p = B.parent[i]
+        fv = B.fv[i]
+        if B.jtype[i] == FREE:
             # tau as a world force F = X0^T tau_body; p^a = F goes to the parent
+            tb = vector(t, 0, 6)
             for k in range(6):
-                ws[t + (k + 3) % 6] = tau_full[fv + k]
-            for k in range(6):
-                ws[b + AB_TAU + k] = 0.0
-            xT_force_add(ws, world_slot(oW, i) + WO_X, ws, t, ws, b + AB_TAU)
+                tb[(k + 3) % 6] = tau_full[fv + k]
+            fill(u[i], 0.0)
+            XT_f_add(X0[i], tb, u[i])
             if p >= 0:
-                for k in range(6):
-                    ws[aba_slot(oA, p) + AB_PA + k] += ws[b + AB_TAU + k]
-        else:
-            s = aba_slot(oA, i) + AB_S
-            u = tau_full[fv]
+                add(pA[p], u[i])
+            continue
+        ui = tau_full[fv]
+        for k in range(6):
+            ui -= S[i, k] * pA[i, k]
+        u[i, 0] = ui
+        if p >= 0:           # I^a c = I^A c - U (U^T c) / D
+            d = D[i, 0, 0]
+            Uc = 0.0
             for k in range(6):
-                u -= ws[s + k] * ws[b + AB_PA + k]
-            ws[b + AB_TAU] = u
-            if p >= 0:
-                # p^a = p^A + I^a c + U D^-1 u,  I^a c = I^A c - U (U^T c) / D
-                D = ws[b + AB_D]
-                Uc = 0.0
+                Uc += U[i, k] * c[i, k]
+            for r in range(6):
+                s_r = pA[i, r] + U[i, r] * (ui - Uc) / d
                 for k in range(6):
-                    Uc += ws[b + AB_U + k] * ws[b + AB_C + k]
-                bp = aba_slot(oA, p)
-                for r in range(6):
-                    s_r = ws[b + AB_PA + r] + ws[b + AB_U + r] * (u - Uc) / D
-                    for k in range(6):
-                        s_r += ws[b + AB_IA + 6 * r + k] * ws[b + AB_C + k]
-                    ws[bp + AB_PA + r] += s_r
-    g0 = md[H_GRAV]
-    g1 = md[H_GRAV + 1]
-    g2 = md[H_GRAV + 2]
-    ap = t + 6         # a' = a_λ + c
-    for i in range(nb):
-        o = body_row(mi, i)
-        b = aba_slot(oA, i)
-        x = rnea_slot(oR, i)
-        p = mi[o + C_PARENT]
-        fv = mi[o + C_FV]
-        if p >= 0:
-            for k in range(6):
-                ws[ap + k] = ws[rnea_slot(oR, p) + RN_A + k] + ws[b + AB_C + k]
-        else:
+                    s_r += IA[i, r, k] * c[i, k]
+                pA[p, r] += s_r
+    # ---- forward pass: a' = a_λ + c_i;  qdd_i = D_i^-1 (u_i - U_i^T a');  a_i = a' + S_i qdd_i
+    g = gravity(md)
+    ap = vector(t, 6, 6)
+    for i in range(B.n):
+        p = B.parent[i]
+        for k in range(6):
+            ap[k] = (a[p, k] if p >= 0 else 0.0) + c[i, k]
+        if p < 0 and with_bias:             # a_0 = -a_g, world frame
             for k in range(3):
-                ws[ap + k] = ws[b + AB_C + k]
-                ws[ap + 3 + k] = ws[b + AB_C + 3 + k]
-            if with_bias:          # a_0 = -a_g, world frame
-                ws[ap + 3] -= g0
-                ws[ap + 4] -= g1
-                ws[ap + 5] -= g2
-        if mi[o + C_JTYPE] == FREE:
-            # a_i = (I^A)^-1 (F - p^A);  qdd = X0 (a_i - a') in the body frame
-            for k in range(6):
-                ws[t + 12 + k] = ws[b + AB_TAU + k] - ws[b + AB_PA + k]
-            if not chol6_solve(ws, b + AB_D, ws, t + 12, ws, t + 18, ws, x + RN_A):
+                ap[3 + k] -= g[k]
+        if B.jtype[i] == FREE:
+            if not free_joint_accel(X0[i], IA[i], D[i], pA[i], u[i], ap, a[i], vector(t, 12, 60),
+                                    qdd_full, B.fv[i]):
                 return False
-            for k in range(6):      # pivots L_kk^2 relative to the diagonal of I^A
-                if not ws[t + 18 + 7 * k] * ws[t + 18 + 7 * k] > PIVOT_TOL * ws[b + AB_D + 7 * k]:
-                    return False
-            for k in range(6):
-                ws[t + 12 + k] = ws[x + RN_A + k] - ws[ap + k]
-            x_motion(ws, world_slot(oW, i) + WO_X, ws, t + 12, ws, t + 54)
-            for k in range(6):
-                qdd_full[fv + k] = ws[t + 54 + (k + 3) % 6]
-        else:
-            s = aba_slot(oA, i) + AB_S
-            Ua = 0.0
-            for k in range(6):
-                Ua += ws[b + AB_U + k] * ws[ap + k]
-            qdd = (ws[b + AB_TAU] - Ua) / ws[b + AB_D]
-            qdd_full[fv] = qdd
-            for k in range(6):
-                ws[x + RN_A + k] = ws[ap + k] + ws[s + k] * qdd
+            continue
+        Ua = 0.0
+        for k in range(6):
+            Ua += U[i, k] * ap[k]
+        qdd = (u[i, 0] - Ua) / D[i, 0, 0]
+        qdd_full[B.fv[i]] = qdd
+        for k in range(6):
+            a[i, k] = ap[k] + S[i, k] * qdd
+    return True
+
+
+@njit(**INLINE)
+def free_joint_accel(X0i, IAi, Di, pAi, Fi, ap, ai, t, qdd_full, fv):
+    """a_i = (I^A_i)^-1 (F_i - p^A_i) (a 6x6 Cholesky solve of the copy D_i of I^A_i);
+    qdd = X0_i (a_i - a') in the body frame, into qdd_full[fv:fv+6] (user order [v; w]).
+    False if a pivot is not positive relative to I^A_i's diagonal.  ``t``: 60 numbers."""
+    L = rows(t, 6, 6, 6, 6)
+    for k in range(6):
+        ai[k] = Fi[k] - pAi[k]
+    if not cholesky_solve(Di, L, ai):
+        return False
+    for k in range(6):      # pivots L_kk^2 relative to the diagonal of I^A
+        if not L[k, k] * L[k, k] > PIVOT_TOL * Di[k, k]:
+            return False
+    rel = vector(t, 42, 6)
+    body = vector(t, 48, 6)
+    for k in range(6):
+        rel[k] = ai[k] - ap[k]
+    Xm(X0i, rel, body)
+    for k in range(6):
+        qdd_full[fv + k] = body[(k + 3) % 6]
     return True
 
 
 @njit(**JIT)
-def aba_into(md, ws, q, v, tau, fext, fext_world, out):
-    """ABA; SINGULAR where a pivot is (nearly) singular, for the caller's CRBA + LᵀDL
-    fallback (module docstring).  One function, not a wrapper around the sweeps: numba
-    re-optimises a callee in each caller, ~1.7 s of compile per layer."""
-    mi = md.view(np.int64)      # the model's integer entries (layout.py)
-    nb = mi[H_NB]
+def mimic_constraints(md, ws, qdd_full, rhs):
+    """qdd_full += Y λ with Y = H_full^-1 J^T (one bias-free sweep per constraint row) and
+    (J Y) λ = -J qdd_full: the mimic joints' constraint forces (module docstring).  False
+    if a sweep or the solve meets a (nearly) singular pivot."""
+    B = bodies(md)
+    mi = md.view(np.int64)
     nvf = mi[H_NVF]
     nmim = mi[H_NMIM]
-    nv = mi[H_NV]
-    offs = region_offsets(nb, nvf, nmim)
-    if (q.shape[0] != mi[H_NQ] or v.shape[0] != nv or tau.shape[0] != nv or out.shape[0] != nv
-            or ws.shape[0] < offs[R_END] or not fext_fits(fext, nb)):
-        return BAD_SHAPE
-    if not all_finite(q):
-        return BAD_Q
-    if not all_finite(v):
-        return BAD_V
-    if not all_finite(tau):
-        return BAD_A
-    has_fext = fext.shape[0] == nb
-    if has_fext:
-        for i in range(nb):
-            if not all_finite(fext[i]):
-                return BAD_FEXT
-    oR = offs[R_RNEA]
-    oW = offs[R_WORLD]                 # X0
-    oA = offs[R_ABA]
-    t = offs[R_TMP]
-    ov = offs[R_VEC]                   # full vectors: tau_full, qdd_full, rhs
-    tau_full = ws[ov:ov + nvf]
-    qdd_full = ws[ov + nvf:ov + 2 * nvf]
-    rhs = ws[ov + 2 * nvf:ov + 3 * nvf]
-
-    # ---- forward sweep (world frame): X0, S, v, c, I^A = I, p^A
-    for i in range(nb):
-        o = body_row(mi, i)
-        x = rnea_slot(oR, i)
-        b = aba_slot(oA, i)
-        w = world_slot(oW, i)
-        jt = mi[o + C_JTYPE]
-        qi = mi[o + C_QI]
-        if jt == REVOLUTE:
-            revolute_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
-                               ws, x + RN_X)
-        elif jt == PRISMATIC:
-            prismatic_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
-                                ws, x + RN_X)
-        elif not free_transform(md, o + C_ET, q, qi, ws, x + RN_X):
-            return BAD_QUAT
-        p = mi[o + C_PARENT]
-        world_placement(mi, ws, i, oR, oW)
-        # vJ = S qd (body frame) -> world; S itself -> world (1-DOF joints)
-        joint_motion(md, mi, o, v, ws, t)
-        x_motion_inv(ws, w + WO_X, ws, t, ws, t + 6)
-        if jt != FREE:
-            S_column(md, mi, o, 0, ws, t)
-            x_motion_inv(ws, w + WO_X, ws, t, ws, b + AB_S)
-        if p >= 0:
-            cross_motion(ws, rnea_slot(oR, p) + RN_V, ws, t + 6, ws, b + AB_C)   # c = v_λ x vJ = v_i x vJ
-            for k in range(6):
-                ws[x + RN_V + k] = ws[rnea_slot(oR, p) + RN_V + k] + ws[t + 6 + k]
-        else:
-            for k in range(6):
-                ws[b + AB_C + k] = 0.0
-                ws[x + RN_V + k] = ws[t + 6 + k]
-        # I^A = X0^T I X0 (about the world origin), p^A = v x* I v - f_ext
-        for k in range(13):
-            ws[t + 12 + k] = 0.0
-        inertia_xT_add(ws, w + WO_X, md, o + C_MASS, ws, t + 12)
-        inertia_to_mat6(ws, t + 12, ws, b + AB_IA)
-        inertia_mul(ws, t + 12, ws, x + RN_V, ws, t)
-        for k in range(6):
-            ws[b + AB_PA + k] = 0.0
-        cross_force_add(ws, x + RN_V, ws, t, ws, b + AB_PA)
-        if has_fext:
-            if fext_world:
-                for k in range(6):
-                    ws[b + AB_PA + k] -= fext[i, k]
-            else:
-                for k in range(6):
-                    ws[t + k] = 0.0
-                xT_force_add(ws, w + WO_X, fext[i], 0, ws, t)
-                for k in range(6):
-                    ws[b + AB_PA + k] -= ws[t + k]
-        # tau in full coordinates: the user's for DOF joints, 0 on mimic joints
-        fv = mi[o + C_FV]
-        vi = mi[o + C_VI]
-        if mi[o + C_JTYPE] == FREE:
-            for k in range(6):
-                tau_full[fv + k] = tau[vi + k]
-        else:
-            tau_full[fv] = 0.0 if mi[o + C_MIMIC] != 0 else tau[vi]
-
-    # ok False: a pivot failed -> SINGULAR (the caller falls back to CRBA + LᵀDL)
-    ok = _articulated_inertias(md, mi, ws, oA) and \
-        _force_and_accel_sweeps(md, mi, ws, oR, oW, oA, t, tau_full, bool(1), qdd_full)
-    if ok and nmim > 0:
-        # Y = H_full^-1 J^T, one bias-free sweep per constraint row
-        oY = offs[R_Y]
-        oK = offs[R_K]
-        for c in range(nmim):
-            ib, kb = mimic_pair(mi, c)
-            for k in range(nvf):
-                rhs[k] = 0.0
-            rhs[mi[body_row(mi, ib) + C_FV]] = 1.0
-            rhs[mi[body_row(mi, kb) + C_FV]] -= md[body_row(mi, ib) + C_MULT]
-            for i in range(nb):
-                b = aba_slot(oA, i)
-                for k in range(6):
-                    ws[b + AB_PA + k] = 0.0
-                    ws[b + AB_C + k] = 0.0
-            if not _force_and_accel_sweeps(md, mi, ws, oR, oW, oA, t, rhs, bool(0),
-                                           ws[oY + c * nvf:oY + (c + 1) * nvf]):
-                ok = False
-                break
-        if ok:
-            # K = J Y (symmetric positive definite), rhs = -J qdd_0
-            for r in range(nmim):
-                ib, kb = mimic_pair(mi, r)
-                fi = mi[body_row(mi, ib) + C_FV]
-                fk = mi[body_row(mi, kb) + C_FV]
-                m = md[body_row(mi, ib) + C_MULT]
-                for c in range(nmim):
-                    ws[oK + r * nmim + c] = ws[oY + c * nvf + fi] - m * ws[oY + c * nvf + fk]
-                rhs[r] = -(qdd_full[fi] - m * qdd_full[fk])
-            K = ws[oK:oK + nmim * nmim].reshape((nmim, nmim))
-            lam = rhs[:nmim]
-            ok = _cholesky_solve(K, lam)
-            if ok:
-                for c in range(nmim):
-                    for k in range(nvf):
-                        qdd_full[k] += ws[oY + c * nvf + k] * lam[c]
-    if not ok:
-        return SINGULAR
-
-    for i in range(nb):
-        o = body_row(mi, i)
-        if mi[o + C_MIMIC] != 0:
-            continue
-        fv = mi[o + C_FV]
-        vi = mi[o + C_VI]
-        for k in range(6 if mi[o + C_JTYPE] == FREE else 1):
-            out[vi + k] = qdd_full[fv + k]
-    if not all_finite(out):
-        return BAD_RESULT
-    return OK
-
-
-@njit(**JIT)
-def _cholesky_solve(K, x):
-    """Solve K y = x in place (K symmetric positive definite, overwritten)."""
-    n = K.shape[0]
-    for i in range(n):
-        for j in range(i + 1):
-            s = K[i, j]
-            for k in range(j):
-                s -= K[i, k] * K[j, k]
-            if i == j:
-                if not s > 0.0:
-                    return False
-                K[i, i] = np.sqrt(s)
-            else:
-                K[i, j] = s / K[j, j]
-    for i in range(n):
-        s = x[i]
-        for k in range(i):
-            s -= K[i, k] * x[k]
-        x[i] = s / K[i, i]
-    for i in range(n - 1, -1, -1):
-        s = x[i]
-        for k in range(i + 1, n):
-            s -= K[k, i] * x[k]
-        x[i] = s / K[i, i]
+    offs = offsets(md)
+    _, pA, c, _, _, _, _ = aba_slots(ws, offs, B.n)
+    Y = rows(ws, offs[R_Y], nmim, nvf, nvf)
+    K = contiguous(ws, offs[R_K], (nmim, nmim))
+    for r in range(nmim):    # column r of J^T: +1 at the mimic joint, -m at its master
+        ib, kb = mimic_pair(mi, r)
+        fill(rhs, 0.0)
+        rhs[B.fv[ib]] = 1.0
+        rhs[B.fv[kb]] -= B.mult[ib]
+        for i in range(B.n):
+            fill(pA[i], 0.0)
+            fill(c[i], 0.0)
+        if not force_and_accel_sweeps(md, ws, rhs, bool(0), Y[r]):
+            return False
+    lam = vector(rhs, 0, nmim)
+    for r in range(nmim):    # K = J Y (symmetric positive definite), lam = -J qdd_0
+        ib, kb = mimic_pair(mi, r)
+        fi = B.fv[ib]
+        fk = B.fv[kb]
+        m = B.mult[ib]
+        for k in range(nmim):
+            K[r, k] = Y[k, fi] - m * Y[k, fk]
+        lam[r] = -(qdd_full[fi] - m * qdd_full[fk])
+    if not cholesky_solve(K, K, lam):
+        return False
+    for r in range(nmim):
+        for k in range(nvf):
+            qdd_full[k] += Y[r, k] * lam[r]
     return True
+
+
+@njit(**ENTRY)
+def aba_into(md, ws, q, qd, tau, fext, fext_world, qdd):
+    """ABA into ``qdd``; SINGULAR where a pivot is (nearly) singular, for the caller's
+    CRBA + LᵀDL fallback (module docstring).  fext, fext_world: as rnea_into."""
+    md, ws, q, qd, tau = borrow(md), borrow(ws), borrow(q), borrow(qd), borrow(tau)    # no reference counts
+    fext, qdd = borrow(fext), borrow(qdd)
+    B = bodies(md)
+    mi = md.view(np.int64)
+    st = check_state(md, ws, q, qd, tau, bool(1), bool(1), qdd.shape[0] == mi[H_NV] and fext_fits(fext, B.n))
+    if st != OK:
+        return st
+    for i in range(fext.shape[0]):
+        if not all_finite(fext[i]):
+            return BAD_FEXT
+    offs = offsets(md)
+    X, v, _, _ = rnea_slots(ws, offs, B.n)
+    X0 = world_slots(ws, offs, B.n)
+    IA, pA, c, _, _, _, S = aba_slots(ws, offs, B.n)
+    nvf = mi[H_NVF]
+    tau_full = vector(ws, offs[R_VEC], nvf)
+    qdd_full = vector(ws, offs[R_VEC] + nvf, nvf)
+    t = scratch(ws, offs)
+
+    # ---- forward pass (world frame): X0_i, S_i, v_i, c_i, I^A_i = I_i, p^A_i
+    for i in range(B.n):
+        if not jcalc(B, i, q, X[i]):
+            return BAD_QUAT
+        world_transform(B, i, X, X0)
+        world_velocity(B, i, X0[i], qd, v, c, S, t)
+        bias_force(B, i, X0[i], v[i], fext, fext_world, IA[i], pA[i], vector(t, 12, 19))
+        for k in range(ncols(B, i)):    # tau in full coordinates: 0 on mimic joints
+            tau_full[B.fv[i] + k] = 0.0 if B.mimic[i] != 0 else tau[B.vi[i] + k]
+
+    # ---- backward pass, forward pass (and the mimic joints' constraint forces)
+    ok = articulated_inertias(md, ws) and force_and_accel_sweeps(md, ws, tau_full, bool(1), qdd_full)
+    if ok and mi[H_NMIM] > 0:
+        ok = mimic_constraints(md, ws, qdd_full, vector(ws, offs[R_VEC] + 2 * nvf, nvf))
+    if not ok:
+        return SINGULAR       # the caller falls back to CRBA + LᵀDL
+    for i in range(B.n):
+        if B.mimic[i] == 0:
+            for k in range(ncols(B, i)):
+                qdd[B.vi[i] + k] = qdd_full[B.fv[i] + k]
+    return finite_result(OK, qdd)
 
 
 # The single-call entry point is aba_into itself, with or without f_ext (a (0, 6) fext:
@@ -470,15 +389,11 @@ aba_k = aba_into
 
 @njit(**JIT)
 def aba_batch_k(md, Q, V, T, fext, fext_world, OUT, status, start, stop):
-    """Row n of OUT = aba(Q[n], V[n], T[n], fext[n]) for start <= n < stop.
-    Serial, one workspace: ``batch.run_batch`` gives each thread one range (the
-    kernel releases the GIL, so Python threads run the ranges in parallel; a serial
-    kernel is cached by numba, a ``prange`` one would be recompiled in every process)."""
-    N = Q.shape[0]
-    ws = np.empty(workspace_size(md))
-    nofext = ws[:0].reshape((0, 6))
+    """Row n of OUT = aba(Q[n], V[n], T[n], fext[n]) for start <= n < stop (serial, one
+    workspace: ``batch.run_batch`` runs row ranges on threads)."""
+    md, Q, V = borrow(md), borrow(Q), borrow(V)
+    T, fext, OUT, status = borrow(T), borrow(fext), borrow(OUT), borrow(status)
+    ws = np.empty(workspace_size(md))     # owned here (not borrowed): kept alive by its uses
+    none = no_fext(ws)
     for n in range(start, stop):
-        if fext.shape[0] == N:
-            status[n] = aba_into(md, ws, Q[n], V[n], T[n], fext[n], fext_world, OUT[n])
-        else:
-            status[n] = aba_into(md, ws, Q[n], V[n], T[n], nofext, fext_world, OUT[n])
+        status[n] = aba_into(md, ws, Q[n], V[n], T[n], fext_row(fext, n, none), fext_world, OUT[n])

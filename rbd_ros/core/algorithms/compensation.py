@@ -14,11 +14,12 @@ the workspace's vector and matrix regions (which RNEA and CRBA do not use).
 import numpy as np
 from numba import njit
 
-from .common import BAD_DOFS, BAD_RESULT, BAD_SHAPE, OK, all_finite
+from .common import BAD_DOFS, BAD_RESULT, BAD_SHAPE, OK, all_finite, no_fext
 from .crba import crba_into
-from .layout import H_NB, H_NMIM, H_NV, H_NVF, R_MAT, R_VEC, region_offsets
+from .layout import H_NV, R_MAT, R_VEC, offsets
 from .rnea import rnea_into
-from .spatial import INLINE, JIT
+from .spatial import ENTRY, INLINE
+from .views import borrow, contiguous
 
 
 @njit(**INLINE)
@@ -29,9 +30,13 @@ def gather_finite(x, dofs, out):
     return all_finite(out)
 
 
-@njit(**JIT)
+@njit(**ENTRY)
 def compensation_k(md, ws, q, v, dofs, want_b, want_h, g_out, b_out, h_out):
-    mi = md.view(np.int64)      # the model's integer entries (layout.py)
+    """g (and b if want_b, H if want_h) gathered by ``dofs`` into g_out, b_out, h_out.
+    Returns a status code."""
+    md, ws, dofs, g_out, b_out, h_out = borrow(md), borrow(ws), borrow(dofs), borrow(g_out), borrow(b_out), \
+        borrow(h_out)       # no reference counts below
+    mi = md.view(np.int64)
     nv = mi[H_NV]
     m = dofs.shape[0]
     if (v.shape[0] != nv or g_out.shape[0] != m or (want_b and b_out.shape[0] != m)
@@ -40,24 +45,21 @@ def compensation_k(md, ws, q, v, dofs, want_b, want_h, g_out, b_out, h_out):
     for k in range(m):
         if dofs[k] < 0 or dofs[k] >= nv:
             return BAD_DOFS
-    offs = region_offsets(mi[H_NB], mi[H_NVF], mi[H_NMIM])
-    o_mat = offs[R_MAT]
-    o_vec = offs[R_VEC]
-    tmp = ws[o_vec:o_vec + nv]           # g, then b, in model order
-    nofext = ws[:0].reshape((0, 6))
-    st = rnea_into(md, ws, q, q, q, nofext, bool(0), bool(0), bool(0), tmp)  # plain booleans: see rnea.py
+    offs = offsets(md)
+    tmp = contiguous(ws, offs[R_VEC], (nv,))    # g, then b, in model order
+    st = rnea_into(md, ws, q, q, q, no_fext(ws), bool(0), bool(0), bool(0), tmp)  # plain booleans: see rnea.py
     if st != OK:
         return st
     if not gather_finite(tmp, dofs, g_out):
         return BAD_RESULT
     if want_b:
-        st = rnea_into(md, ws, q, v, v, nofext, bool(0), bool(1), bool(0), tmp)
+        st = rnea_into(md, ws, q, v, v, no_fext(ws), bool(0), bool(1), bool(0), tmp)
         if st != OK:
             return st
         if not gather_finite(tmp, dofs, b_out):
             return BAD_RESULT
     if want_h:
-        H = ws[o_mat:o_mat + nv * nv].reshape((nv, nv))
+        H = contiguous(ws, offs[R_MAT], (nv, nv))
         st = crba_into(md, ws, q, H)
         if st != OK:
             return st

@@ -5,10 +5,10 @@ import math
 import numpy as np
 from numba import njit
 
-from .spatial import JIT
+from .spatial import ENTRY
 
 
-@njit(**JIT)
+@njit(**ENTRY)
 def wrench_lstsq_k(J, tau, F, res):
     """F (6,) = the minimum-norm least-squares solution of Jᵀ F = tau (J 6 x nv), singular
     values below eps · max(6, nv) · the largest treated as zero (numpy's lstsq default);
@@ -27,7 +27,7 @@ def wrench_lstsq_k(J, tau, F, res):
     return rank
 
 
-@njit(**JIT)
+@njit(**ENTRY)
 def collision_ratios_k(tau, thresholds, release, r):
     """r = |tau| / thresholds.  Returns (finite, any above 1, every ratio below
     ``release``, worst: the index of the largest ratio, distal: the last index above 1

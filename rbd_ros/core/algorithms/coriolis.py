@@ -13,207 +13,168 @@ ancestor of i (or j = i):
     C_ij = Ṡ_j^T I^c_i S_i + S_j^T B^c_i^T S_i
 
 where S, Ṡ = V x S are the joints' motion subspaces in world coordinates.
-Mimic joints fold in as C = G^T C_full G.
+Mimic joints fold in as C = G^T C_full G.  The kernel's passes:
+
+    forward pass, i = 1..N:  X_i, X0_i, V_i = V_λ + S_i qd_i, S_i, Ṡ_i, I_i, B_i (world)
+    backward pass, i = N..1: I^c_λ += I^c_i,  B^c_λ += B^c_i
+    then, for each body i and each ancestor j (or j = i): C_ji, C_ij as above
+
+(twin: ``reference/coriolis.py``).
 """
 import numpy as np
 from numba import njit
 
 from .common import (
-    BAD_Q,
     BAD_QUAT,
     BAD_SHAPE,
-    BAD_V,
     OK,
     S_column,
-    all_finite,
-    dof,
+    check_state,
+    dot6,
+    fill,
+    fill_matrix,
     finite_result,
-    joint_motion,
-    joint_transform,
+    jcalc,
+    joint_velocity,
     ncols,
+    world_transform,
 )
-from .layout import (
-    C_MASS,
-    C_MULT,
-    C_PARENT,
-    CO_BC,
-    CO_IC,
-    CO_S,
-    CO_SDOT,
-    H_NB,
-    H_NMIM,
-    H_NQ,
-    H_NV,
-    H_NVF,
-    R_COR,
-    R_END,
-    R_MAT,
-    R_RNEA,
-    R_TMP,
-    R_WORLD,
-    RN_V,
-    RN_X,
-    WO_X,
-    body_row,
-    cor_slot,
-    region_offsets,
-    rnea_slot,
-    world_slot,
-)
-from .rnea import world_placement
-from .spatial import JIT, cross_motion, inertia_to_mat6, mat6_xT_X_add, x_motion_inv
+from .layout import H_NV, R_END, R_MAT, bodies, cor_slots, offsets, rnea_slots, scratch, vector, world_slots
+from .spatial import ENTRY, JIT, I_to_mat6, Xinv_m, XT_M_X_add, crm
+from .views import borrow, contiguous
 
 
 @njit(**JIT)
-def _dot6(a, oa, b, ob):
-    s = 0.0
-    for k in range(6):
-        s += a[oa + k] * b[ob + k]
-    return s
-
-
-@njit(**JIT)
-def _mat6_mul_vec(M, om, x, ox, transpose, out, oo):
+def _mat6_mul(M, x, transpose, out):
+    """out = M x (or M^T x) for a 6x6 M."""
     for r in range(6):
         s = 0.0
         for k in range(6):
-            s += (M[om + 6 * k + r] if transpose else M[om + 6 * r + k]) * x[ox + k]
-        out[oo + r] = s
+            s += (M[k, r] if transpose else M[r, k]) * x[k]
+        out[r] = s
 
 
 @njit(**JIT)
-def coriolis_into(md, ws, q, v, C):
-    mi = md.view(np.int64)      # the model's integer entries (layout.py)
-    nb = mi[H_NB]
-    nv = mi[H_NV]
-    offs = region_offsets(nb, mi[H_NVF], mi[H_NMIM])
-    if (q.shape[0] != mi[H_NQ] or v.shape[0] != nv or C.shape[0] != nv or C.shape[1] != nv
-            or ws.shape[0] < offs[R_END]):
-        return BAD_SHAPE
-    if not all_finite(q):
-        return BAD_Q
-    if not all_finite(v):
-        return BAD_V
-    oR = offs[R_RNEA]           # X (RN_X), world velocity V (RN_V)
-    oW = offs[R_WORLD]          # X0 (WO_X)
-    oC = offs[R_COR]            # S and Ṡ in world coordinates, I, B (composites after the backward sweep)
-    t = offs[R_TMP]
-    # scratch: vJ t..t+6, columns t+6.., 6x6 matrices at t+12 (I), t+48 (crm V), t+84 (tmp), mat6 scratch t+120
-    for i in range(nb):
-        o = body_row(mi, i)
-        x = rnea_slot(oR, i)
-        c = cor_slot(oC, i)
-        if not joint_transform(md, mi, o, q, ws, x + RN_X):
-            return BAD_QUAT
-        world_placement(mi, ws, i, oR, oW)
-        w = world_slot(oW, i)
-        p = mi[o + C_PARENT]
-        # world velocity V_i = V_p + X0^-1 S qd
-        joint_motion(md, mi, o, v, ws, t)
-        x_motion_inv(ws, w + WO_X, ws, t, ws, x + RN_V)
-        if p >= 0:
+def _body_matrices(B, i, X0i, V, S, Sd, I6, Bk, t):
+    """Body i's world velocity V[i] = V_λ + X0_i^-1 S_i qd_i (its S_i qd_i in V[i] on
+    entry), S_i, Ṡ_i = V_i x S_i (columns), I_i = X0_i^T I_i^body X0_i and
+    B_i = ½ (V_i x* I_i - I_i V_i x + (I_i V_i) x̄) (6 x 6, world).  ``t``: 132 numbers."""
+    vJ = vector(t, 0, 6)
+    Xinv_m(X0i, V[i], vJ)
+    p = B.parent[i]
+    for k in range(6):
+        V[i, k] = vJ[k] + (V[p, k] if p >= 0 else 0.0)
+    col = vector(t, 6, 6)
+    for c in range(ncols(B, i)):
+        S_column(B, i, c, col)
+        Xinv_m(X0i, col, S[c])
+        crm(V[i], S[c], Sd[c])
+    Ibody = contiguous(t, 12, (6, 6))
+    I_to_mat6(B.I[i], Ibody)
+    fill_matrix(I6, 0.0)
+    XT_M_X_add(X0i, Ibody, vector(t, 48, 36), I6)
+    # B = ½ (V x* I - I V x + (I V) x̄);  V x* = -(V x)^T, the columns of V x are V x e_c
+    cm = contiguous(t, 84, (6, 6))
+    e = vector(t, 120, 6)
+    fill(e, 0.0)
+    for c in range(6):
+        e[c] = 1.0
+        crm(V[i], e, cm[:, c])
+        e[c] = 0.0
+    for r in range(6):
+        for c in range(6):
+            s = 0.0
             for k in range(6):
-                ws[x + RN_V + k] += ws[rnea_slot(oR, p) + RN_V + k]
-        for col in range(ncols(mi, o)):
-            S_column(md, mi, o, col, ws, t)
-            x_motion_inv(ws, w + WO_X, ws, t, ws, c + CO_S + 6 * col)
-            cross_motion(ws, x + RN_V, ws, c + CO_S + 6 * col, ws, c + CO_SDOT + 6 * col)
-        # world inertia I = X0^T I_body X0
-        inertia_to_mat6(md, o + C_MASS, ws, t + 84)
-        for k in range(36):
-            ws[c + CO_IC + k] = 0.0
-        mat6_xT_X_add(ws, w + WO_X, ws, t + 84, ws, t + 120, ws, c + CO_IC)
-        # B = ½ (V x* I - I V x + (I V) x̄);  V x* = -(V x)^T
-        cm = t + 48
-        for k in range(36):
-            ws[cm + k] = 0.0
+                s -= cm[k, r] * I6[k, c] + I6[r, k] * cm[k, c]
+            Bk[r, c] = 0.5 * s
+    # (h x̄) with h = I V = [n; f]:  [[-[n]x, -[f]x], [-[f]x, 0]]
+    h = vector(t, 126, 6)
+    _mat6_mul(I6, V[i], bool(0), h)
+    for (r, c, val) in ((0, 1, h[2]), (0, 2, -h[1]), (1, 0, -h[2]), (1, 2, h[0]), (2, 0, h[1]), (2, 1, -h[0])):
+        Bk[r, c] += 0.5 * val
+    for (r, c, val) in ((0, 1, h[5]), (0, 2, -h[4]), (1, 0, -h[5]), (1, 2, h[3]), (2, 0, h[4]), (2, 1, -h[3])):
+        Bk[r, 3 + c] += 0.5 * val
+        Bk[3 + r, c] += 0.5 * val
+
+
+@njit(**JIT)
+def _add_entries(B, i, S, Sd, Ic, Bc, C, t):
+    """C_ji, C_ij of body i's DOFs with its own and each ancestor j's (module docstring)."""
+    f1 = vector(t, 0, 6)
+    f2 = vector(t, 6, 6)
+    f3 = vector(t, 12, 6)
+    tmp = vector(t, 18, 6)
+    mu = B.mult[i]
+    for col in range(ncols(B, i)):
+        _mat6_mul(Ic[i], Sd[i, col], bool(0), f1)       # f1 = I^c Ṡ + B^c S
+        _mat6_mul(Bc[i], S[i, col], bool(0), tmp)
         for k in range(6):
-            ws[t + 6 + k] = 0.0
-        for col in range(6):                       # columns of crm(V): V x e_col
-            ws[t + 6 + col] = 1.0
-            cross_motion(ws, x + RN_V, ws, t + 6, ws, t)
-            ws[t + 6 + col] = 0.0
-            for r in range(6):
-                ws[cm + 6 * r + col] = ws[t + r]
-        I6 = c + CO_IC
-        for r in range(6):
-            for col in range(6):
-                s = 0.0
-                for k in range(6):
-                    # (V x*) I = -crm^T I ;  - I crm
-                    s -= ws[cm + 6 * k + r] * ws[I6 + 6 * k + col] + ws[I6 + 6 * r + k] * ws[cm + 6 * k + col]
-                ws[c + CO_BC + 6 * r + col] = 0.5 * s
-        # (h x̄) with h = I V = [n; f]:  [[-[n]x, -[f]x], [-[f]x, 0]]
-        _mat6_mul_vec(ws, I6, ws, x + RN_V, bool(0), ws, t)
-        n0, n1, n2 = ws[t], ws[t + 1], ws[t + 2]
-        f0, f1, f2 = ws[t + 3], ws[t + 4], ws[t + 5]
-        Bc = c + CO_BC
-        for (r, col, val) in ((0, 1, n2), (0, 2, -n1), (1, 0, -n2), (1, 2, n0), (2, 0, n1), (2, 1, -n0)):
-            ws[Bc + 6 * r + col] += 0.5 * val
-        for (r, col, val) in ((0, 1, f2), (0, 2, -f1), (1, 0, -f2), (1, 2, f0), (2, 0, f1), (2, 1, -f0)):
-            ws[Bc + 6 * r + 3 + col] += 0.5 * val
-            ws[Bc + 6 * (3 + r) + col] += 0.5 * val
-    # composites
-    for i in range(nb - 1, -1, -1):
-        p = mi[body_row(mi, i) + C_PARENT]
+            f1[k] += tmp[k]
+        _mat6_mul(Ic[i], S[i, col], bool(0), f2)        # f2 = I^c S
+        _mat6_mul(Bc[i], S[i, col], bool(1), f3)        # f3 = B^cT S
+        di = B.vi[i] + col
+        for c2 in range(ncols(B, i)):
+            C[B.vi[i] + c2, di] += mu * mu * dot6(S[i, c2], f1)
+        j = B.parent[i]
+        while j >= 0:
+            mm = mu * B.mult[j]
+            for c2 in range(ncols(B, j)):
+                dj = B.vi[j] + c2
+                C[dj, di] += mm * dot6(S[j, c2], f1)
+                C[di, dj] += mm * (dot6(Sd[j, c2], f2) + dot6(S[j, c2], f3))
+            j = B.parent[j]
+
+
+@njit(**ENTRY)
+def coriolis_into(md, ws, q, qd, C):
+    """C(q, qd) into ``C`` (nv x nv).  Returns a status code (BAD_SHAPE: see rnea_into)."""
+    md, ws, q, qd, C = borrow(md), borrow(ws), borrow(q), borrow(qd), borrow(C)   # no reference counts below
+    B = bodies(md)
+    nv = md.view(np.int64)[H_NV]
+    st = check_state(md, ws, q, qd, qd, bool(1), bool(0), C.shape[0] == nv and C.shape[1] == nv)
+    if st != OK:
+        return st
+    offs = offsets(md)
+    X, V, _, _ = rnea_slots(ws, offs, B.n)       # X_i; V_i (world)
+    X0 = world_slots(ws, offs, B.n)
+    S, Sd, Ic, Bc = cor_slots(ws, offs, B.n)     # world: S_i, Ṡ_i columns; I_i, B_i, then composites
+    t = scratch(ws, offs)
+
+    # ---- forward pass: X_i, X0_i, V_i, S_i, Ṡ_i, I_i, B_i
+    for i in range(B.n):
+        if not jcalc(B, i, q, X[i]):
+            return BAD_QUAT
+        world_transform(B, i, X, X0)
+        joint_velocity(B, i, qd, V[i])
+        _body_matrices(B, i, X0[i], V, S[i], Sd[i], Ic[i], Bc[i], t)
+
+    # ---- backward pass: the composites
+    for i in range(B.n - 1, -1, -1):
+        p = B.parent[i]
         if p >= 0:
-            cp = cor_slot(oC, p)
-            ci = cor_slot(oC, i)
-            for k in range(36):
-                ws[cp + CO_IC + k] += ws[ci + CO_IC + k]
-                ws[cp + CO_BC + k] += ws[ci + CO_BC + k]
-    for a in range(C.shape[0]):
-        for b in range(C.shape[1]):
-            C[a, b] = 0.0
-    f1 = t
-    f2 = t + 6
-    f3 = t + 12
-    tmp = t + 18
-    for i in range(nb):
-        o = body_row(mi, i)
-        c = cor_slot(oC, i)
-        mu = md[o + C_MULT]
-        for col in range(ncols(mi, o)):
-            S = c + CO_S + 6 * col
-            Sd = c + CO_SDOT + 6 * col
-            _mat6_mul_vec(ws, c + CO_IC, ws, Sd, bool(0), ws, f1)
-            _mat6_mul_vec(ws, c + CO_BC, ws, S, bool(0), ws, tmp)
-            for k in range(6):
-                ws[f1 + k] += ws[tmp + k]
-            _mat6_mul_vec(ws, c + CO_IC, ws, S, bool(0), ws, f2)
-            _mat6_mul_vec(ws, c + CO_BC, ws, S, bool(1), ws, f3)
-            di = dof(mi, o, col)
-            for c2 in range(ncols(mi, o)):
-                C[dof(mi, o, c2), di] += mu * mu * _dot6(ws, c + CO_S + 6 * c2, ws, f1)
-            j = mi[o + C_PARENT]
-            while j >= 0:
-                oj = body_row(mi, j)
-                cj = cor_slot(oC, j)
-                mm = mu * md[oj + C_MULT]
-                for c2 in range(ncols(mi, oj)):
-                    dj = dof(mi, oj, c2)
-                    C[dj, di] += mm * _dot6(ws, cj + CO_S + 6 * c2, ws, f1)
-                    C[di, dj] += mm * (_dot6(ws, cj + CO_SDOT + 6 * c2, ws, f2)
-                                   + _dot6(ws, cj + CO_S + 6 * c2, ws, f3))
-                j = mi[oj + C_PARENT]
+            for r in range(6):
+                for c in range(6):
+                    Ic[p, r, c] += Ic[i, r, c]
+                    Bc[p, r, c] += Bc[i, r, c]
+    fill_matrix(C, 0.0)
+    for i in range(B.n):
+        _add_entries(B, i, S, Sd, Ic, Bc, C, t)
     return finite_result(OK, C)     # BAD_RESULT if finite arguments overflowed
 
 
 coriolis_k = coriolis_into   # the entry point (no wrapper kernel: see aba.aba_k)
 
 
-@njit(**JIT)
+@njit(**ENTRY)
 def coriolis_transpose_v_k(md, ws, q, v, out):
     """out = C(q, v)ᵀ v, exactly (the momentum observer's term: along any motion
     d/dt (H v) = tau + tau_ext + Cᵀ v - g, because Ḣ = C + Cᵀ).  C is built in the
     workspace's matrix region (which coriolis_into does not use), then multiplied."""
-    mi = md.view(np.int64)      # the model's integer entries (layout.py)
-    nv = mi[H_NV]
-    offs = region_offsets(mi[H_NB], mi[H_NVF], mi[H_NMIM])
-    if out.shape[0] != nv or v.shape[0] != nv or ws.shape[0] < offs[R_END]:
+    md, ws, v, out = borrow(md), borrow(ws), borrow(v), borrow(out)
+    nv = md.view(np.int64)[H_NV]
+    if out.shape[0] != nv or v.shape[0] != nv or ws.shape[0] < offsets(md)[R_END]:
         return BAD_SHAPE        # q: coriolis_into checks it
-    o = offs[R_MAT]
-    C = ws[o:o + nv * nv].reshape((nv, nv))
+    C = contiguous(ws, offsets(md)[R_MAT], (nv, nv))
     st = coriolis_into(md, ws, q, v, C)
     if st != OK:
         return st

@@ -32,7 +32,9 @@ A mimic joint is an elementary REVOLUTE/PRISMATIC joint whose coordinate is
 ``multiplier * q[master] + offset``; it owns no DOF.
 
 Each function below writes the joint transform ``X_J(q)`` composed with the
-tree transform ``X_T``: ``X = X_J X_T``, stored as (E, r).
+tree transform ``X_T``: ``X = X_J X_T``, stored as (E, r) (12 numbers; the
+arguments are 1-D arrays, see ``spatial.py``).  ``algorithms/common.jcalc``
+dispatches on the joint type.
 """
 import numpy as np
 from numba import njit
@@ -48,25 +50,25 @@ NQ_OF = {REVOLUTE: 1, PRISMATIC: 1, FREE: 7}
 
 
 @njit(**INLINE)
-def revolute_transform(T, ot, u, ou, angle, X, ox):
-    """X = rot(u, angle) X_T, X_T at T[ot:], unit axis at u[ou:].
+def revolute_transform(XT, u, angle, X):
+    """X = rot(u, angle) X_T (X_T: 12 numbers, u: the unit axis, 3).
     E_J = R(u, angle)^T = c 1 - s [u]x + (1 - c) u u^T,  E = E_J E_T,  r = r_T."""
     c = np.cos(angle)
     s = np.sin(angle)
-    u0 = u[ou]
-    u1 = u[ou + 1]
-    u2 = u[ou + 2]
+    u0 = u[0]
+    u1 = u[1]
+    u2 = u[2]
     if u2 == 1.0:
         # the z axis (most URDFs' convention): E_J = [[c, s, 0], [-s, c, 0], [0, 0, 1]]
         for k in range(3):
-            a = T[ot + k]
-            b = T[ot + 3 + k]
-            X[ox + k] = c * a + s * b
-            X[ox + 3 + k] = c * b - s * a
-            X[ox + 6 + k] = T[ot + 6 + k]
-        X[ox + 9] = T[ot + 9]
-        X[ox + 10] = T[ot + 10]
-        X[ox + 11] = T[ot + 11]
+            a = XT[k]
+            b = XT[3 + k]
+            X[k] = c * a + s * b
+            X[3 + k] = c * b - s * a
+            X[6 + k] = XT[6 + k]
+        X[9] = XT[9]
+        X[10] = XT[10]
+        X[11] = XT[11]
         return
     t = 1.0 - c
     j0 = c + t * u0 * u0
@@ -79,37 +81,36 @@ def revolute_transform(T, ot, u, ou, angle, X, ox):
     j7 = -s * u0 + t * u2 * u1
     j8 = c + t * u2 * u2
     for k in range(3):
-        a = T[ot + k]
-        b = T[ot + 3 + k]
-        d = T[ot + 6 + k]
-        X[ox + k] = j0 * a + j1 * b + j2 * d
-        X[ox + 3 + k] = j3 * a + j4 * b + j5 * d
-        X[ox + 6 + k] = j6 * a + j7 * b + j8 * d
-    X[ox + 9] = T[ot + 9]
-    X[ox + 10] = T[ot + 10]
-    X[ox + 11] = T[ot + 11]
+        a = XT[k]
+        b = XT[3 + k]
+        d = XT[6 + k]
+        X[k] = j0 * a + j1 * b + j2 * d
+        X[3 + k] = j3 * a + j4 * b + j5 * d
+        X[6 + k] = j6 * a + j7 * b + j8 * d
+    X[9] = XT[9]
+    X[10] = XT[10]
+    X[11] = XT[11]
 
 
 @njit(**INLINE)
-def prismatic_transform(T, ot, u, ou, d, X, ox):
+def prismatic_transform(XT, u, d, X):
     """X = xlt(u d) X_T:  E = E_T,  r = r_T + E_T^T u d."""
     for k in range(9):
-        X[ox + k] = T[ot + k]
+        X[k] = XT[k]
     for k in range(3):
-        X[ox + 9 + k] = T[ot + 9 + k] + (T[ot + k] * u[ou] + T[ot + 3 + k] * u[ou + 1]
-                                         + T[ot + 6 + k] * u[ou + 2]) * d
+        X[9 + k] = XT[9 + k] + (XT[k] * u[0] + XT[3 + k] * u[1] + XT[6 + k] * u[2]) * d
 
 
 @njit(**JIT)      # not inlined: its branch would slow down every revolute joint's loop
-def free_transform(T, ot, q, oq, X, ox):
-    """X = X_J(q) X_T with q[oq:oq+7] = [x y z qx qy qz qw] (Pinocchio's
+def free_transform(XT, q, X):
+    """X = X_J(q) X_T with q = [x y z qx qy qz qw] (7 numbers: Pinocchio's
     free-flyer): the body's placement in its parent is (R(quat), p), so
     E_J = R^T and r_J = p.  The quaternion is normalised; returns False if its
     norm is ~0."""
-    x = q[oq + 3]
-    y = q[oq + 4]
-    z = q[oq + 5]
-    w = q[oq + 6]
+    x = q[3]
+    y = q[4]
+    z = q[5]
+    w = q[6]
     n2 = x * x + y * y + z * z + w * w
     if not n2 > 1e-12:
         return False
@@ -124,14 +125,14 @@ def free_transform(T, ot, q, oq, X, ox):
     R7 = s * (y * z + w * x)
     R8 = 1.0 - s * (x * x + y * y)
     for k in range(3):
-        a = T[ot + k]
-        b = T[ot + 3 + k]
-        d = T[ot + 6 + k]
-        X[ox + k] = R0 * a + R3 * b + R6 * d
-        X[ox + 3 + k] = R1 * a + R4 * b + R7 * d
-        X[ox + 6 + k] = R2 * a + R5 * b + R8 * d
+        a = XT[k]
+        b = XT[3 + k]
+        d = XT[6 + k]
+        X[k] = R0 * a + R3 * b + R6 * d
+        X[3 + k] = R1 * a + R4 * b + R7 * d
+        X[6 + k] = R2 * a + R5 * b + R8 * d
     for k in range(3):
-        X[ox + 9 + k] = T[ot + 9 + k] + T[ot + k] * q[oq] + T[ot + 3 + k] * q[oq + 1] + T[ot + 6 + k] * q[oq + 2]
+        X[9 + k] = XT[9 + k] + XT[k] * q[0] + XT[3 + k] * q[1] + XT[6 + k] * q[2]
     return True
 
 

@@ -22,11 +22,20 @@ dispatcher types a read-only array ~50 ns slower per call.
 A workspace is one float64 vector ``ws`` carved into regions (per-body
 blocks of named slots, then scratch, matrix and vector regions; see the
 workspace section below); every kernel takes one and allocates nothing.
+
+The kernels read both through views set up once per call (``bodies(md)``:
+``parent[i]``, ``Xtree[i]``, ``I[i]`` ...; ``rnea_slots(ws, offs, nb)``: ``X[i]``,
+``v[i]``, ``a[i]``, ``f[i]`` ...): strided views that copy nothing and are not
+reference-counted (``_numba_compat.strided``), so ``X[i]`` costs what the offset
+``ws[o + i * W_RNEA + RN_X + k]`` costs.
 """
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
 from .spatial import INLINE
+from .views import strided
 
 # header (integers but H_GRAV)
 H_NB, H_NV, H_NQ, H_NVF, H_NMIM = 0, 1, 2, 3, 4
@@ -179,6 +188,13 @@ def crba_slot(o, i):
 
 
 @njit(**INLINE)
+def offsets(md):
+    """``region_offsets`` of the model vector ``md``'s workspace."""
+    mi = md.view(np.int64)
+    return region_offsets(mi[H_NB], mi[H_NVF], mi[H_NMIM])
+
+
+@njit(**INLINE)
 def workspace_size(md):
     mi = md.view(np.int64)
     return region_offsets(mi[H_NB], mi[H_NVF], mi[H_NMIM])[R_END]
@@ -203,3 +219,119 @@ def mimic_pair(mi, k):
     """(mimic body, master body) of mimic constraint k."""
     o = mi[H_OFF_MIMIC] + 2 * k
     return mi[o], mi[o + 1]
+
+
+# ---- views (see the module docstring): set up once per kernel call, free to index
+
+@njit(**INLINE)
+def rows(a, start, n, width, stride):
+    """The (n, width) view of ``a`` whose row r is a[start + r * stride:][:width]."""
+    return strided(a, start, (n, width), (stride, 1))
+
+
+@njit(**INLINE)
+def blocks(a, start, n, stride):
+    """The (n, 6, 6) view of ``a`` whose block r is the row-major 6x6 matrix at a[start + r * stride:]."""
+    return strided(a, start, (n, 6, 6), (stride, 6, 1))
+
+
+@njit(**INLINE)
+def column(a, start, n, stride):
+    """The (n,) view of ``a`` whose entry r is a[start + r * stride]."""
+    return strided(a, start, (n,), (stride,))
+
+
+@njit(**INLINE)
+def vector(a, start, n):
+    """a[start:start + n] as a view (no bounds check, no reference count)."""
+    return strided(a, start, (n,), (1,))
+
+
+Bodies = namedtuple("Bodies", "n parent jtype qi vi fv mult offset Xtree axis I mimic subend")
+Bodies.__doc__ = """The model's body table, body by body (``bodies(md)``): for body i (0..n-1,
+parents first) parent[i] = λ(i) (-1: the world), jtype[i] (joints.REVOLUTE /
+PRISMATIC / FREE), qi[i], vi[i] (its first q and v index; the master's for a mimic
+joint), fv[i] (its index in the full velocity vector), mult[i], offset[i] (mimic
+multiplier and offset: 1, 0 for ordinary joints), Xtree[i] (X_T(i), 12 numbers),
+axis[i] (the joint axis, 3), I[i] (the inertia about the body origin, m h Ibar: 13),
+mimic[i] (1 for a dependent joint), subend[i] (the last body of i's subtree)."""
+
+
+@njit(**INLINE)
+def bodies(md):
+    """The body table of the model vector ``md`` as per-body views (``Bodies``)."""
+    mi = md.view(np.int64)
+    nb = mi[H_NB]
+    o = mi[H_OFF_BODY]
+    return Bodies(nb, column(mi, o + C_PARENT, nb, NCOL), column(mi, o + C_JTYPE, nb, NCOL),
+                  column(mi, o + C_QI, nb, NCOL), column(mi, o + C_VI, nb, NCOL), column(mi, o + C_FV, nb, NCOL),
+                  column(md, o + C_MULT, nb, NCOL), column(md, o + C_OFFSET, nb, NCOL),
+                  rows(md, o + C_ET, nb, 12, NCOL), rows(md, o + C_AXIS, nb, 3, NCOL),
+                  rows(md, o + C_MASS, nb, 13, NCOL),
+                  column(mi, o + C_MIMIC, nb, NCOL), column(mi, o + C_SUBEND, nb, NCOL))
+
+
+@njit(**INLINE)
+def gravity(md):
+    """The gravity vector g (3: a_g = [0; g])."""
+    return vector(md, H_GRAV, 3)
+
+
+@njit(**INLINE)
+def armature(md):
+    """The armature of each DOF (nv)."""
+    mi = md.view(np.int64)
+    return vector(md, mi[H_OFF_ARM], mi[H_NV])
+
+
+@njit(**INLINE)
+def rnea_slots(ws, offs, nb):
+    """(X, v, a, f): X[i] (12) the joint transform X_i, v[i], a[i], f[i] (6) body i's
+    velocity, acceleration and force (region RNEA; the slots' frames: above)."""
+    o = offs[R_RNEA]
+    return (rows(ws, o + RN_X, nb, 12, W_RNEA), rows(ws, o + RN_V, nb, 6, W_RNEA),
+            rows(ws, o + RN_A, nb, 6, W_RNEA), rows(ws, o + RN_F, nb, 6, W_RNEA))
+
+
+@njit(**INLINE)
+def world_slots(ws, offs, nb):
+    """X0: X0[i] (12) the world -> body i transform."""
+    return rows(ws, offs[R_WORLD] + WO_X, nb, 12, W_WORLD)
+
+
+@njit(**INLINE)
+def ic_slots(ws, offs, nb):
+    """Ic: Ic[i] (13) body i's (composite) inertia, world coordinates (crba)."""
+    return rows(ws, offs[R_IC] + IC_I, nb, 13, W_IC)
+
+
+@njit(**INLINE)
+def crba_slots(ws, offs, nb):
+    """(S, F): S[i, c], F[i, c] (6) column c of m_i S_i and of I^c_i m_i S_i, world coordinates."""
+    o = offs[R_CRBA]
+    return blocks(ws, o + CR_S, nb, W_CRBA), blocks(ws, o + CR_F, nb, W_CRBA)
+
+
+@njit(**INLINE)
+def aba_slots(ws, offs, nb):
+    """(IA, pA, c, U, D, u, S) of the ABA region: IA[i], D[i] (6 x 6), pA[i], c[i], U[i],
+    u[i], S[i] (6); the slots' meanings: above."""
+    o = offs[R_ABA]
+    return (blocks(ws, o + AB_IA, nb, W_ABA), rows(ws, o + AB_PA, nb, 6, W_ABA), rows(ws, o + AB_C, nb, 6, W_ABA),
+            rows(ws, o + AB_U, nb, 6, W_ABA), blocks(ws, o + AB_D, nb, W_ABA), rows(ws, o + AB_TAU, nb, 6, W_ABA),
+            rows(ws, o + AB_S, nb, 6, W_ABA))
+
+
+@njit(**INLINE)
+def cor_slots(ws, offs, nb):
+    """(S, Sdot, Ic, Bc) of the coriolis region: S[i, c], Sdot[i, c] (6) column c of S_i, Ṡ_i;
+    Ic[i], Bc[i] (6 x 6): all world coordinates."""
+    o = offs[R_COR]
+    return (blocks(ws, o + CO_S, nb, W_COR), blocks(ws, o + CO_SDOT, nb, W_COR), blocks(ws, o + CO_IC, nb, W_COR),
+            blocks(ws, o + CO_BC, nb, W_COR))
+
+
+@njit(**INLINE)
+def scratch(ws, offs):
+    """The TMP numbers of scratch every kernel shares."""
+    return vector(ws, offs[R_TMP], TMP)

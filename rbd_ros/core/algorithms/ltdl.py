@@ -33,7 +33,8 @@ import numpy as np
 from numba import njit
 
 from .layout import ancestors
-from .spatial import JIT
+from .spatial import ENTRY, JIT
+from .views import borrow
 
 PIVOT_TOL = 1e-10         # relative pivot below which H counts as singular (module docstring)
 
@@ -87,10 +88,11 @@ def ltdl_solve_inplace(mi, LD, x):
         x[i] = xi
 
 
-@njit(**JIT)
+@njit(**ENTRY)
 def ltdl_k(md, H):
     """Public entry: factorise H (nv x nv, a copy the caller owns) in place."""
-    mi = md.view(np.int64)      # the model's integer entries (layout.py)
+    md, H = borrow(md), borrow(H)   # no reference counts below
+    mi = md.view(np.int64)          # the model's integer entries (layout.py)
     for k in range(H.shape[0]):
         for j in range(H.shape[1]):
             if not np.abs(H[k, j]) < np.inf:
@@ -98,9 +100,10 @@ def ltdl_k(md, H):
     return ltdl_factor(mi, H)
 
 
-@njit(**JIT)
+@njit(**ENTRY)
 def ltdl_solve_k(md, LD, X):
     """Public entry: solve for each row of X (m x nv) in place."""
-    mi = md.view(np.int64)      # the model's integer entries (layout.py)
+    md, LD, X = borrow(md), borrow(LD), borrow(X)
+    mi = md.view(np.int64)
     for r in range(X.shape[0]):
         ltdl_solve_inplace(mi, LD, X[r])

@@ -16,7 +16,7 @@ import math
 
 from numba import njit
 
-from .spatial import JIT
+from .spatial import ENTRY, JIT
 
 OK, STARTED, GAP, JUMP, TIME, NOT_FINITE = 0, 1, 2, 3, 4, 5
 
@@ -36,7 +36,7 @@ def _restart(t, q, tau, p, b, st, q_prev, m, r, beta, tau_prev, code):
     return code
 
 
-@njit(**JIT)
+@njit(**ENTRY)
 def observer_step_k(H, g, ctv, t, q, v, tau, K, damping, coulomb, eps, friction, tau_held, max_gap, max_jump,
                     st, q_prev, m, r, beta, tau_prev, p, b, scratch):
     """One update; ``p``, ``b`` (nv,) hold p_k, β_k on return, ``scratch`` (2, nv).

@@ -26,6 +26,10 @@ of them changes:
 3. The on-disk cache index (``Dispatcher._cache._cache_file._load_index``):
    :func:`cached_on_disk` tells whether a kernel will load instead of compile
    (the node's first-start log line and its compile helper).
+4. The array data model (``numba.np.arrayobj.make_array`` / ``populate_array``):
+   the kernels' borrowed views live next to the kernels, in
+   ``algorithms/views.py`` (``algorithms`` may not import ``calls``);
+   ``test/test_numba_compat.py`` checks them too.
 """
 from __future__ import annotations
 

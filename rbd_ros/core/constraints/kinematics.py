@@ -24,16 +24,13 @@ is γ + ω_a × (J q̇) (ω_a in frame a's axes) and its weld drift differs like
 import numpy as np
 from numba import njit
 
-from ..algorithms.common import BAD_QUAT, OK, joint_motion
-from ..algorithms.joints import FREE, PRISMATIC, REVOLUTE, free_transform, prismatic_transform, revolute_transform
+from ..algorithms.common import BAD_QUAT, OK, cross_motion, joint_motion, joint_transform, world_placement, x_motion_inv
+from ..algorithms.joints import FREE, REVOLUTE
 from ..algorithms.layout import (
     C_AXIS,
-    C_ET,
     C_JTYPE,
     C_MULT,
-    C_OFFSET,
     C_PARENT,
-    C_QI,
     C_SUBEND,
     C_VI,
     H_NB,
@@ -51,8 +48,7 @@ from ..algorithms.layout import (
     rnea_slot,
     world_slot,
 )
-from ..algorithms.rnea import world_placement
-from ..algorithms.spatial import INLINE, JIT, cross_motion, x_motion_inv
+from ..algorithms.spatial import INLINE, JIT
 from .layout import (
     CF_N,
     CF_RA,
@@ -198,15 +194,7 @@ def _forward(md, mi, ws, offs, q, v, use_v, nbk):
     for i in range(nbk):
         o = body_row(mi, i)
         x = rnea_slot(oR, i)
-        jt = mi[o + C_JTYPE]
-        qi = mi[o + C_QI]
-        if jt == REVOLUTE:
-            revolute_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
-                               ws, x + RN_X)
-        elif jt == PRISMATIC:
-            prismatic_transform(md, o + C_ET, md, o + C_AXIS, md[o + C_MULT] * q[qi] + md[o + C_OFFSET],
-                                ws, x + RN_X)
-        elif not free_transform(md, o + C_ET, q, qi, ws, x + RN_X):
+        if not joint_transform(md, mi, o, q, ws, x + RN_X):
             return False
         world_placement(mi, ws, i, oR, oW)
         if use_v:

@@ -15,8 +15,8 @@ needs no Pinocchio.  Slow (Python loops, small matrices): never on a hot path.
 """
 from .aba import aba
 from .coriolis import coriolis_matrix
-from .crba import crba, hand_c
-from .forward_dynamics import forward_dynamics
+from .crba import crba
+from .forward_dynamics import forward_dynamics, hand_c
 from .jcalc import jcalc
 from .ltdl import dof_parents, ltdl, ltdl_solve
 from .rnea import bias, gravity, rnea, rnea_body_forces

@@ -1,18 +1,19 @@
 """Forward dynamics by the articulated-body algorithm (RBDA Table 7.1, spatial_v2 ``FDab.m``),
-in the body frames as the table is written.
+in the body frames as the table is written (``algorithms/aba.py``: the same passes in
+world coordinates).
 
     v_0 = 0,  a_0 = -a_grav
-    for i = 1..N:
+    forward pass, i = 1..N:
         X_J, S_i = jcalc(q_i);  X_i = X_J X_T(i)
         v_i = X_i v_λ(i) + S_i qd_i;   c_i = v_i × S_i qd_i
         I^A_i = I_i;   p^A_i = v_i ×* I_i v_i - f_i^ext
-    for i = N..1:
+    backward pass, i = N..1:
         U_i = I^A_i S_i;  D_i = S_iᵀ U_i;  u_i = tau_i - S_iᵀ p^A_i
         if λ(i) != 0:
             I^a = I^A_i - U_i D_i^-1 U_iᵀ
             p^a = p^A_i + I^a c_i + U_i D_i^-1 u_i
             I^A_λ(i) += X_iᵀ I^a X_i;   p^A_λ(i) += X_iᵀ p^a
-    for i = 1..N:
+    forward pass, i = 1..N:
         a' = X_i a_λ(i) + c_i
         qdd_i = D_i^-1 (u_i - U_iᵀ a');   a_i = a' + S_i qdd_i
 
@@ -52,6 +53,7 @@ def fdab(model, q, qd_full, tau_full, f_body=None, gravity=True):
     tree = bodies(model)
     N = len(tree)
     Xup, S, v, c, IA, pA = [None] * N, [None] * N, [None] * N, [None] * N, [None] * N, [None] * N
+    # ---- forward pass: X_i, S_i, v_i, c_i, I^A_i, p^A_i
     for i, b in enumerate(tree):
         XJ, S[i] = jcalc(b, q, fold=False)
         Xup[i] = XJ @ b.Xtree
@@ -60,6 +62,7 @@ def fdab(model, q, qd_full, tau_full, f_body=None, gravity=True):
         c[i] = crm(v[i]) @ vJ
         IA[i] = b.I.copy()
         pA[i] = crf(v[i]) @ b.I @ v[i] - (0.0 if f_body is None else f_body[i])
+    # ---- backward pass: U_i, D_i, u_i; I^A, p^A passed to the parent
     U, Dinv, u = [None] * N, [None] * N, [None] * N
     for i in range(N - 1, -1, -1):
         b = tree[i]
@@ -71,6 +74,7 @@ def fdab(model, q, qd_full, tau_full, f_body=None, gravity=True):
             pa = pA[i] + Ia @ c[i] + U[i] @ Dinv[i] @ u[i]
             IA[b.parent] = IA[b.parent] + Xup[i].T @ Ia @ Xup[i]
             pA[b.parent] = pA[b.parent] + Xup[i].T @ pa
+    # ---- forward pass: qdd_i, a_i
     qdd = np.zeros(full_size(model))
     a = [None] * N
     a0 = -a_grav(model) if gravity else np.zeros(6)

@@ -1,6 +1,7 @@
-"""Joint-space inertia H(q) and bias C(q, v) (RBDA Table 6.2, spatial_v2 ``HandC.m``).
+"""Joint-space inertia H(q) (RBDA Table 6.2, spatial_v2 ``HandC.m``, whose bias C is
+``forward_dynamics.hand_c``'s; ``algorithms/crba.py`` computes H by the same passes in
+world coordinates).
 
-    C = ID(q, qd, 0, f_ext)                              (bias: Coriolis, centrifugal, gravity, f_ext)
     I^c_i = I_i
     for i = N..1:
         I^c_λ(i) += X_iᵀ I^c_i X_i                      (composite inertia of i's subtree)
@@ -18,7 +19,6 @@ H = Gᵀ H_full G.  Two bodies on one DOF add both H_ij and H_ji to it.
 import numpy as np
 
 from .jcalc import jcalc
-from .rnea import _f_body, id_sweeps
 from .tree import bodies, full_size
 
 
@@ -35,10 +35,13 @@ def crba(model, q, full=False):
     """H(q), the joint-space inertia matrix (``full``: H_full, every mimic joint its own DOF)."""
     q = np.asarray(q, dtype=float)
     tree = bodies(model)
+    # ---- forward pass: X_i = X_J(q_i) X_T(i), S_i
     XS = [jcalc(b, q, fold=not full) for b in tree]
     Xup = [XJ @ b.Xtree for (XJ, _), b in zip(XS, tree, strict=True)]
     S = [s for _, s in XS]
+    # ---- backward pass: the composite inertias I^c_i
     IC = composite_inertias(tree, Xup)
+    # ---- H_ij, walking from each body up to the root
     dofs = [b.full_dofs if full else b.dofs for b in tree]
     n = full_size(model) if full else model.nv
     H = np.zeros((n, n))
@@ -53,10 +56,3 @@ def crba(model, q, full=False):
             H[np.ix_(dofs[i], dofs[j])] += Hij
             H[np.ix_(dofs[j], dofs[i])] += Hij.T
     return H
-
-
-def hand_c(model, q, v, f_ext=None, f_ext_frame="local"):
-    """(H, C) as spatial_v2's HandC: H(q) and the bias C = ID(q, v, 0, f_ext)."""
-    q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
-    C = id_sweeps(model, q, v, np.zeros(model.nv), _f_body(model, q, f_ext, f_ext_frame))[0]
-    return crba(model, q), C

@@ -6,8 +6,16 @@
 """
 import numpy as np
 
-from .crba import hand_c
+from .crba import crba
 from .ltdl import dof_parents, ltdl, ltdl_solve
+from .rnea import _f_body, id_sweeps
+
+
+def hand_c(model, q, v, f_ext=None, f_ext_frame="local"):
+    """(H, C) as spatial_v2's HandC: H(q) and the bias C = ID(q, v, 0, f_ext)."""
+    q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
+    C = id_sweeps(model, q, v, np.zeros(model.nv), _f_body(model, q, f_ext, f_ext_frame))[0]
+    return crba(model, q), C
 
 
 def forward_dynamics(model, q, v, tau, f_ext=None, f_ext_frame="local"):

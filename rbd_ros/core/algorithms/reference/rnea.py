@@ -1,12 +1,13 @@
-"""Inverse dynamics by the recursive Newton-Euler algorithm (RBDA Table 5.1, spatial_v2 ``ID.m``).
+"""Inverse dynamics by the recursive Newton-Euler algorithm (RBDA Table 5.1, spatial_v2 ``ID.m``;
+the compiled kernel is ``algorithms/rnea.py``, pass for pass).
 
     v_0 = 0,  a_0 = -a_grav = [0; -g]
-    for i = 1..N:
+    forward pass, i = 1..N:
         X_J, S_i = jcalc(q_i);  X_i = X_J X_T(i)
         v_i = X_i v_λ(i) + S_i qd_i
         a_i = X_i a_λ(i) + S_i qdd_i + v_i × S_i qd_i
         f_i = I_i a_i + v_i ×* I_i v_i - f_i^ext            (f^ext in body i's frame)
-    for i = N..1:
+    backward pass, i = N..1:
         tau_i = S_iᵀ f_i
         f_λ(i) += X_iᵀ f_i
 
@@ -65,6 +66,7 @@ def id_sweeps(model, q, qd, qdd, f_body=None, gravity=True, full=False):
     N = len(tree)
     Xup, S, v, a, f = [None] * N, [None] * N, [None] * N, [None] * N, [None] * N
     a0 = -a_grav(model) if gravity else np.zeros(6)
+    # ---- forward pass: X_i, v_i, a_i, f_i
     for i, b in enumerate(tree):
         XJ, S[i] = jcalc(b, q, fold=not full)
         Xup[i] = XJ @ b.Xtree
@@ -76,6 +78,7 @@ def id_sweeps(model, q, qd, qdd, f_body=None, gravity=True, full=False):
         f[i] = b.I @ a[i] + crf(v[i]) @ b.I @ v[i]
         if f_body is not None:
             f[i] = f[i] - f_body[i]
+    # ---- backward pass: tau_i = S_iᵀ f_i,  f_λ(i) += X_iᵀ f_i
     tau = np.zeros(full_size(model) if full else model.nv)
     for i in range(N - 1, -1, -1):
         b = tree[i]
