@@ -11,6 +11,7 @@ from scipy.spatial.transform import Rotation
 
 import rbd_ros.core as rbd
 from rbd_ros.core.constraints import reference as cref
+from rbd_ros.core.constraints.dynamics import cfd_into
 
 TOL = 1e-9
 MECHS = ["fourbar", "delta"]
@@ -274,6 +275,40 @@ def test_into_forms_equal_and_allocate_nothing():
         assert nrt.memsys_get_stats_alloc() - before == 50 * (11 + 14)
     finally:
         nrt.memsys_disable_stats()
+
+
+def test_forward_dynamics_into_fast_path_refuses_like_the_checked_path():
+    """After a first call (the fast path's memo set), odd arguments -- other dtypes, lists,
+    read-only or strided arrays, wrong lengths, bad gains -- give the checked path's
+    results and errors, and the kernel stays compiled for its plain types only."""
+    model = mechanism("fourbar")
+    rng = np.random.default_rng(11)
+    q, v = closed_state(model, rng, "fourbar")
+    tau = rng.normal(size=model.nv)
+    qdd, lam = np.empty(model.nv), np.empty(2)
+    ref = rbd.constrained_forward_dynamics(model, q, v, tau, kp=4.0)
+    cons = ()
+    rbd.constrained_forward_dynamics_into(model, q, v, tau, cons, qdd, lam, kp=4.0)
+    assert np.array_equal(qdd, ref.qdd) and np.array_equal(lam, ref.lam)
+    ro = v.copy()
+    ro.setflags(write=False)
+    for args, kw in (((q, v.astype(np.float32), tau), {"kp": 4.0}), ((q, v, list(tau)), {"kp": 4}),
+                     ((q, ro, np.repeat(tau, 2)[::2]), {"kp": np.float64(4.0)})):
+        qdd[:] = np.nan
+        rbd.constrained_forward_dynamics_into(model, *args, cons, qdd, lam, **kw)
+        assert np.max(np.abs(qdd - ref.qdd)) <= 1e-6 * np.max(np.abs(ref.qdd))    # (float32 v)
+    for args, kw, msg in (((q[:2], v, tau), {}, "q: expected shape"),
+                          ((q, v, np.array([0.0, np.nan, 1.0])), {}, "tau: expected finite"),
+                          ((q, v, tau), {"kp": -1.0}, r"kp: expected a finite number in \[0, 1e12\]"),
+                          ((q, v, tau), {"kd": np.nan}, "kd: expected a finite"),
+                          ((q, v, tau), {"regularization": 2e12}, "regularization: expected a finite")):
+        with pytest.raises(ValueError, match=msg):
+            rbd.constrained_forward_dynamics_into(model, *args, cons, qdd, lam, **kw)
+    for out, msg in (((np.empty(2), lam), "qdd: expected a writable"), ((qdd, np.empty(3)), "lam: expected"),
+                     ((qdd, np.empty(4)[::2]), "lam: expected")):
+        with pytest.raises(ValueError, match=msg):
+            rbd.constrained_forward_dynamics_into(model, q, v, tau, cons, *out)
+    assert len(cfd_into.signatures) == 1
 
 
 def test_bad_arguments_are_named():
