@@ -31,9 +31,9 @@ from .args import check, not_model
 from .closure import NOT_CLOSED, _free, _step, close_k, rbd_error_row
 from .dynamics import RANK_TOL, _sizes_ok
 from .kinematics import kinematics
-from .layout import CI_M, CI_NC, O_B, O_C, O_COD, O_E, O_G, O_J, O_K, O_Y, offsets
+from .layout import CI_M, CI_NC, ENTRY, O_B, O_C, O_COD, O_E, O_G, O_J, O_K, O_K2, O_R, O_Y, offsets
 from .packing import constraint_set
-from .solve import lstsq_min_norm
+from .solve import LU_TOL, lstsq_min_norm, lu_factor, lu_solve
 
 _F8 = np.dtype(np.float64)
 _ND = np.ndarray
@@ -69,6 +69,54 @@ def _solve_free(ci, cws, x, free, rhs_g, info):
 
 
 @njit(**JIT)
+def _lu_free(ci, cws, free, LU, piv):
+    """J_F's LU (J in the workspace) into LU (m x m) and piv (m) when J_F is square and
+    not nearly singular (solve.lu_factor); False otherwise (the caller takes the least
+    squares)."""
+    m = ci[CI_M]
+    nv = ci[2]
+    nf = free.shape[0]
+    if nf != m or m == 0:
+        return False
+    oj = offsets(ci[CI_NC], m, nv)[O_J]
+    for r in range(m):
+        for i in range(nf):
+            LU[r, i] = cws[oj + r * nv + free[i]]
+    return lu_factor(LU, m, piv, LU_TOL)
+
+
+@njit(**JIT)
+def _solve_free_lu(ci, cws, x, free, rhs_g, LU, piv, info):
+    """``_solve_free`` with J_F's LU (``_lu_free``: square and regular, the unique
+    solution).  info: [‖J x + (γ if rhs_g)‖ after, rank (m), nan (no condition estimate)]."""
+    m = ci[CI_M]
+    nv = ci[2]
+    nf = free.shape[0]
+    co = offsets(ci[CI_NC], m, nv)
+    oj, og = co[O_J], co[O_G]
+    for i in range(nf):
+        x[free[i]] = 0.0
+    b = cws[co[O_C]:co[O_C] + m]
+    for r in range(m):
+        acc = cws[og + r] if rhs_g else 0.0
+        for k in range(nv):
+            acc += cws[oj + r * nv + k] * x[k]
+        b[r] = -acc
+    lu_solve(LU, m, piv, b, False)
+    for i in range(nf):
+        x[free[i]] = b[i]
+    res = 0.0
+    for r in range(m):
+        acc = cws[og + r] if rhs_g else 0.0
+        for k in range(nv):
+            acc += cws[oj + r * nv + k] * x[k]
+        res += acc * acc
+    info[0] = np.sqrt(res)
+    info[1] = m
+    info[2] = np.nan
+
+
+@njit(**ENTRY)
 def complete_k(md, ws, ci, cf, cws, q, v, x, free, accel, info):
     """The free DOFs of x (in place): ``accel``: x = q̈ with J q̈ + γ = 0 at (q, v); else
     x = q̇ with J q̇ = 0 at q (v unused).  info: [residual, rank, cond of J_F]."""
@@ -96,18 +144,20 @@ def _norm_e(cws, oe, m):
     return np.sqrt(s)
 
 
-@njit(**JIT)
-def state_k(md, ws, ci, cf, cws, q, q0, v, free, qmap, free_q, tol, max_iter, Jf, keep, info):
+@njit(**ENTRY)
+def state_k(md, ws, ci, cf, cws, q, q0, v, free, qmap, free_q, tol, max_iter, Jf, keep, want_cond, info):
     """The measured state completed in place: q's free DOFs closed to ‖e‖ <= tol, then
     v's free DOFs from J q̇ = 0 with the J of the closed q.  q0: scratch of len(q).
-    info: [‖e‖, iterations, row of the largest |e|, cond of J_F].  NOT_CLOSED when the
-    loops could not be closed (v untouched).
+    info: [‖e‖, iterations, row of the largest |e|, cond of J_F (nan unless
+    ``want_cond``)].  NOT_CLOSED when the loops could not be closed (v untouched).
+    Without ``want_cond`` a square, regular J_F is solved by LU (the same solution).
 
     Quasi-Newton on ``Jf`` (m x nf), the secant estimate of de/dq_F: each step is its
-    minimum-norm least squares, halved until ‖e‖ decreases, then Broyden's rule updates
-    it from the step taken.  Where a mask leaves a rotation free, de/dq is B(θ) J rather
-    than the velocity Jacobian J (doc/constraints.md), so Gauss-Newton on J converges
-    only linearly away from θ = 0; the secant estimate, kept from one sample to the next
+    minimum-norm least squares (an LU solve where Jf is square and regular), halved
+    until ‖e‖ decreases, then Broyden's rule updates it from the step taken.  Where a
+    mask leaves a rotation free, de/dq is B(θ) J rather than the velocity Jacobian J
+    (doc/constraints.md), so Gauss-Newton on J converges only linearly away from θ = 0;
+    the secant estimate, kept from one sample to the next
     (``keep[0]`` = 1: Jf holds the last one), converges superlinearly and needs no J per
     step.  Jf starts from J_F (keep[0] = 0), and again after a sample that took more than
     4 steps."""
@@ -138,15 +188,29 @@ def state_k(md, ws, ci, cf, cws, q, q0, v, free, qmap, free_q, tol, max_iter, Jf
     dx = cws[co[O_Y]:co[O_Y] + nv]
     A = cws[co[O_B]:co[O_B] + m * nf].reshape((m, nf))
     rhs = cws[co[O_C]:co[O_C] + m]
+    LU = cws[co[O_K2]:co[O_K2] + m * m].reshape((m, m))
+    piv = cws[co[O_R]:co[O_R] + m]
     while err > tol and it < max_iter and nf > 0:
         it += 1
         for r in range(m):
             e0[r] = cws[oe + r]
-            rhs[r] = -e0[r]
-            for i in range(nf):
-                A[r, i] = Jf[r, i]
-        lstsq_min_norm(A, m, nf, rhs, dx, cws[co[O_COD]:co[O_COD] + 3 * nf], RANK_TOL,
-                       cws[co[O_COD] + 3 * nf:co[O_COD] + 3 * nf + 4])
+        square = False
+        if nf == m:                                  # square: LU, unless nearly singular
+            for r in range(m):
+                for i in range(nf):
+                    LU[r, i] = Jf[r, i]
+            square = lu_factor(LU, m, piv, LU_TOL)
+        if square:
+            for r in range(m):
+                dx[r] = -e0[r]
+            lu_solve(LU, m, piv, dx, False)
+        else:
+            for r in range(m):
+                rhs[r] = -e0[r]
+                for i in range(nf):
+                    A[r, i] = Jf[r, i]
+            lstsq_min_norm(A, m, nf, rhs, dx, cws[co[O_COD]:co[O_COD] + 3 * nf], RANK_TOL,
+                           cws[co[O_COD] + 3 * nf:co[O_COD] + 3 * nf + 4])
         for k in range(q.shape[0]):
             q0[k] = q[k]
         step = 1.0
@@ -196,7 +260,10 @@ def state_k(md, ws, ci, cf, cws, q, q0, v, free, qmap, free_q, tol, max_iter, Jf
         st = kinematics(md, ws, ci, cf, cws, q, q, False, True)
         if st != OK:
             return st
-    _solve_free(ci, cws, v, free, False, sol)
+    if want_cond or not _lu_free(ci, cws, free, LU, piv):
+        _solve_free(ci, cws, v, free, False, sol)
+    else:
+        _solve_free_lu(ci, cws, v, free, False, LU, piv, sol)
     cond = sol[2]
     info[0] = err
     info[1] = it
@@ -270,18 +337,21 @@ class LoopCompletion:
             check(st, "v", args=(("q", q),))
         return info[0]
 
-    def state(self, q, v) -> float:
+    def state(self, q, v, cond=True) -> float:
         """``positions`` then ``velocities`` in one call, for a sample near the previous
         one (what a control loop calls per measured sample): quasi-Newton steps on a
         secant estimate of de/dq kept from the previous call (``state_k``), stopping at
         ‖e‖ <= tol; when that does not close the loops, ``positions`` (Gauss-Newton, J at
         every step) tries from where it stopped.  Returns the free block's condition
-        estimate (also ``cond``); LoopsNotClosed as ``positions`` (v untouched then)."""
+        estimate (also ``cond``); with ``cond=False`` none is made (nan returned, unless
+        the fallback ran) and a square, regular J_F is solved by LU instead of the pivoted
+        QR (the same velocities, cheaper).  LoopsNotClosed as ``positions`` (v untouched
+        then)."""
         model, cs, info = self.model, self._cs, self._info
         q = self._arr(q, model.nq, "q", True)
         v = self._arr(v, model.nv, "v", True)
         st = state_k(model.md_k, model.workspace(), cs.ci_k, cs.cf_k, cs.workspace(), q, self._q0, v, self.free,
-                     self._qmap, self._ffs, self.tol, self.max_iter, self._jf, self._keep, info)
+                     self._qmap, self._ffs, self.tol, self.max_iter, self._jf, self._keep, bool(cond), info)
         self.error, self.iterations = info[0], int(info[1])
         if st == NOT_CLOSED:            # far from the previous sample: Gauss-Newton from here
             self.positions(q)
@@ -360,6 +430,44 @@ def _forces(ci, cws, f, passive, active, lam, tau):
 
 
 @njit(**JIT)
+def _same(x, y):
+    if x.shape[0] != y.shape[0]:
+        return False
+    for i in range(x.shape[0]):
+        if x[i] != y[i]:
+            return False
+    return True
+
+
+@njit(**JIT)
+def _forces_lu(ci, cws, f, passive, active, lam, tau, LU, piv):
+    """``_forces`` with the LU of J_P (square, regular: ``_lu_free`` of the passive DOFs):
+    λ from J_Pᵀ λ = f_P, τ as there.  Returns the residual ‖J_Pᵀ λ − f_P‖."""
+    m = ci[CI_M]
+    nv = ci[2]
+    oj = offsets(ci[CI_NC], m, nv)[O_J]
+    for i in range(m):
+        lam[i] = f[passive[i]]
+    lu_solve(LU, m, piv, lam, True)
+    res = 0.0
+    for i in range(m):
+        p = passive[i]
+        acc = -f[p]
+        for r in range(m):
+            acc += cws[oj + r * nv + p] * lam[r]
+        res += acc * acc
+    for k in range(nv):
+        tau[k] = 0.0
+    for i in range(active.shape[0]):
+        p = active[i]
+        acc = f[p]
+        for r in range(m):
+            acc -= cws[oj + r * nv + p] * lam[r]
+        tau[p] = acc
+    return np.sqrt(res)
+
+
+@njit(**ENTRY)
 def compensation_k(md, ws, ci, cf, cws, q, v, free, passive, active, out_v, want_b, want_h, g, b, h, lam, tau, a,
                    f, info):
     """The actuator torques of a closed-loop mechanism at the closed state (q, v), in
@@ -402,13 +510,23 @@ def compensation_k(md, ws, ci, cf, cws, q, v, free, passive, active, out_v, want
         co = offsets(ci[CI_NC], m, nv)
         o3 = co[O_COD] + 3 * (nv + m) + 4        # (past the scratch of both solves)
         s3 = cws[o3:o3 + 4]
-        _solve_free(ci, cws, a, free, True, s3)
+        # a square, regular J_F: one LU for the accelerations and (J_P = J_F) b's forces
+        LU = cws[co[O_K]:co[O_K] + m * m].reshape((m, m))
+        piv = cws[co[O_K2]:co[O_K2] + m]
+        square = _lu_free(ci, cws, free, LU, piv)
+        if square:
+            _solve_free_lu(ci, cws, a, free, True, LU, piv, s3)
+        else:
+            _solve_free(ci, cws, a, free, True, s3)
         info[3] = s3[0]
         st = rnea_into(md, ws, q, v, a, fe, False, bool(1), bool(1), f)
         if st != OK:
             return st
-        sol = _forces(ci, cws, f, passive, active, lam, tau)
-        info[2] = sol[0]
+        if square and _same(free, passive):
+            info[2] = _forces_lu(ci, cws, f, passive, active, lam, tau, LU, piv)
+        else:
+            sol = _forces(ci, cws, f, passive, active, lam, tau)
+            info[2] = sol[0]
         for k in range(out_v.shape[0]):
             b[k] = tau[out_v[k]]
     if want_h:
