@@ -30,8 +30,31 @@ from ..model.checks import real_number
 from .args import check, not_model
 from .closure import NOT_CLOSED, _free, _step, close_k, rbd_error_row
 from .dynamics import RANK_TOL, _sizes_ok
-from .kinematics import kinematics
-from .layout import CI_M, CI_NC, ENTRY, O_B, O_C, O_COD, O_E, O_G, O_J, O_K, O_K2, O_R, O_Y, offsets
+from .kinematics import jlog6_inv_into, kinematics
+from .layout import (
+    CI_HEAD,
+    CI_KIND,
+    CI_M,
+    CI_MASK,
+    CI_N,
+    CI_NC,
+    CI_ROW,
+    ENTRY,
+    O_B,
+    O_C,
+    O_COD,
+    O_E,
+    O_END,
+    O_G,
+    O_J,
+    O_K,
+    O_K2,
+    O_R,
+    O_W,
+    O_Y,
+    POINT,
+    offsets,
+)
 from .packing import constraint_set
 from .solve import LU_TOL, lstsq_min_norm, lu_factor, lu_solve
 
@@ -144,28 +167,81 @@ def _norm_e(cws, oe, m):
     return np.sqrt(s)
 
 
+NEWTON_STEPS = 8        # state_k: more steps than this is not a sample near the previous one
+
+
+@njit(**JIT)
+def _masked_rows(ci, ci6, cws, cws6, nv, free, deriv):
+    """From the unmasked set's e and J (cws6): e's masked rows into cws's e, and into cws's J
+    the masked rows of de/dq (``deriv``: Jl⁻¹(−e₆) J₆ for a masked constraint, J's
+    rows for a point; the columns of the ``free`` DOFs only) or of the velocity Jacobian
+    J₆ (every column).  Returns ‖e‖ (masked rows)."""
+    m, m6 = ci[CI_M], ci6[CI_M]
+    co, co6 = offsets(ci[CI_NC], m, nv), offsets(ci6[CI_NC], m6, nv)
+    oe, oj, oe6, oj6 = co[O_E], co[O_J], co6[O_E], co6[O_J]
+    B = cws6[co6[O_K]:co6[O_K] + 36]                # (m6 >= 6 where a constraint is masked)
+    err = 0.0
+    for k in range(ci[CI_NC]):
+        o = CI_HEAD + k * CI_N
+        r, r6 = ci[o + CI_ROW], ci6[o + CI_ROW]
+        if ci[o + CI_KIND] == POINT:
+            for d in range(3):
+                cws[oe + r + d] = cws6[oe6 + r6 + d]
+                for c in range(nv):
+                    cws[oj + (r + d) * nv + c] = cws6[oj6 + (r6 + d) * nv + c]
+            continue
+        if deriv:
+            for d in range(6):
+                B[30 + d] = -cws6[oe6 + r6 + d]      # ξ = log6(ᵃMᵦ) = −e₆ (scratch: B's last row)
+            jlog6_inv_into(B, 30, B, 0)              # (reads ξ before it writes row 5)
+        rr = r
+        for d in range(6):
+            if not ci[o + CI_MASK + d]:
+                continue
+            cws[oe + rr] = cws6[oe6 + r6 + d]
+            if deriv:
+                j0 = 0 if d < 3 else 3                # Jl⁻¹'s lower-left block is 0
+                for i in range(free.shape[0]):
+                    c = free[i]
+                    acc = 0.0
+                    for j in range(j0, 6):
+                        acc += B[6 * d + j] * cws6[oj6 + (r6 + j) * nv + c]
+                    cws[oj + rr * nv + c] = acc
+            else:
+                for c in range(nv):
+                    cws[oj + rr * nv + c] = cws6[oj6 + (r6 + d) * nv + c]
+            rr += 1
+    for i in range(m):
+        err += cws[oe + i] * cws[oe + i]
+    return np.sqrt(err)
+
+
 @njit(**ENTRY)
-def state_k(md, ws, ci, cf, cws, q, q0, v, free, qmap, free_q, tol, max_iter, Jf, keep, want_cond, info):
+def state_k(md, ws, ci, cf, cws, ci6, cws6, q, q0, v, free, qmap, free_q, tol, max_iter, want_cond, info):
     """The measured state completed in place: q's free DOFs closed to ‖e‖ <= tol, then
     v's free DOFs from J q̇ = 0 with the J of the closed q.  q0: scratch of len(q).
+    ``ci6``/``cws6``: the unmasked set (ConstraintSet.ci6_k) and its workspace.
     info: [‖e‖, iterations, row of the largest |e|, cond of J_F (nan unless
     ``want_cond``)].  NOT_CLOSED when the loops could not be closed (v untouched).
     Without ``want_cond`` a square, regular J_F is solved by LU (the same solution).
 
-    Quasi-Newton on ``Jf`` (m x nf), the secant estimate of de/dq_F: each step is its
-    minimum-norm least squares (an LU solve where Jf is square and regular), halved
-    until ‖e‖ decreases, then Broyden's rule updates it from the step taken.  Where a
-    mask leaves a rotation free, de/dq is B(θ) J rather than the velocity Jacobian J
-    (doc/constraints.md), so Gauss-Newton on J converges only linearly away from θ = 0;
-    the secant estimate, kept from one sample to the next
-    (``keep[0]`` = 1: Jf holds the last one), converges superlinearly and needs no J per
-    step.  Jf starts from J_F (keep[0] = 0), and again after a sample that took more than
-    4 steps."""
+    Newton on the exact de/dq_F: where a mask leaves a rotation (or a translation) free,
+    de/dq is not the velocity Jacobian J (doc/constraints.md) but the masked rows of
+    Jl⁻¹(log6 ᵃMᵦ) J₆ (J₆: the six weld rows; Jl⁻¹: SE(3)'s inverse left Jacobian), so
+    each step solves those rows (LU where square and regular, else the minimum-norm
+    least squares), halved until ‖e‖ decreases.  Quadratic convergence: from the
+    previous sample's solution about two steps per 1 ms sample of a smooth motion.  A
+    sample that needs more than ``NEWTON_STEPS`` is not a small step from the previous
+    one: NOT_CLOSED with q as given (the caller's Gauss-Newton, ``close_k``, starts
+    there: the assembly a far start reaches is close_loops', not a Newton leap's)."""
     m = ci[CI_M]
     nv = ci[2]
     nf = free.shape[0]
+    m6 = ci6[CI_M]
+    co6 = offsets(ci6[CI_NC], m6, nv)
     if (not _sizes_ok(md, ws, ci, cws, q, v, True) or q0.shape[0] != q.shape[0] or info.shape[0] < 4
-            or qmap.shape[0] != v.shape[0] or Jf.shape[0] != m or Jf.shape[1] != nf or keep.shape[0] < 1):
+            or qmap.shape[0] != v.shape[0] or ci6[CI_NC] != ci[CI_NC] or ci6[2] != nv
+            or cws6.shape[0] < co6[O_END]):
         return BAD_SHAPE
     if not all_finite(q):
         return BAD_Q
@@ -173,16 +249,13 @@ def state_k(md, ws, ci, cf, cws, q, q0, v, free, qmap, free_q, tol, max_iter, Jf
         return BAD_V
     co = offsets(ci[CI_NC], m, nv)
     oe = co[O_E]
-    fresh = keep[0] == 0
-    st = kinematics(md, ws, ci, cf, cws, q, q, False, fresh)
+    q_in = cws6[co6[O_W]:co6[O_W] + q.shape[0]]     # q as given (m6 >= 3: nv * m6 >= nq)
+    for k in range(q.shape[0]):
+        q_in[k] = q[k]
+    st = kinematics(md, ws, ci6, cf, cws6, q, q, False, True)
     if st != OK:
         return st
-    err = _norm_e(cws, oe, m)
-    e0 = cws[co[O_K]:co[O_K] + m]                            # e before a step
-    if fresh:
-        for r in range(m):
-            for i in range(nf):
-                Jf[r, i] = cws[co[O_J] + r * nv + free[i]]
+    err = _masked_rows(ci, ci6, cws, cws6, nv, free, True)
     it = 0
     sol = info[1:4]             # (scratch until the end)
     dx = cws[co[O_Y]:co[O_Y] + nv]
@@ -190,25 +263,17 @@ def state_k(md, ws, ci, cf, cws, q, q0, v, free, qmap, free_q, tol, max_iter, Jf
     rhs = cws[co[O_C]:co[O_C] + m]
     LU = cws[co[O_K2]:co[O_K2] + m * m].reshape((m, m))
     piv = cws[co[O_R]:co[O_R] + m]
-    while err > tol and it < max_iter and nf > 0:
+    while err > tol and it < min(max_iter, NEWTON_STEPS) and nf > 0:
         it += 1
-        for r in range(m):
-            e0[r] = cws[oe + r]
-        square = False
-        if nf == m:                                  # square: LU, unless nearly singular
+        if _lu_free(ci, cws, free, LU, piv):        # square and regular: LU
             for r in range(m):
-                for i in range(nf):
-                    LU[r, i] = Jf[r, i]
-            square = lu_factor(LU, m, piv, LU_TOL)
-        if square:
-            for r in range(m):
-                dx[r] = -e0[r]
+                dx[r] = -cws[oe + r]
             lu_solve(LU, m, piv, dx, False)
         else:
             for r in range(m):
-                rhs[r] = -e0[r]
+                rhs[r] = -cws[oe + r]
                 for i in range(nf):
-                    A[r, i] = Jf[r, i]
+                    A[r, i] = cws[co[O_J] + r * nv + free[i]]
             lstsq_min_norm(A, m, nf, rhs, dx, cws[co[O_COD]:co[O_COD] + 3 * nf], RANK_TOL,
                            cws[co[O_COD] + 3 * nf:co[O_COD] + 3 * nf + 4])
         for k in range(q.shape[0]):
@@ -218,10 +283,10 @@ def state_k(md, ws, ci, cf, cws, q, q0, v, free, qmap, free_q, tol, max_iter, Jf
         e1 = err
         for _ in range(40):
             _step(q, q0, dx, free, qmap, free_q, step)
-            st = kinematics(md, ws, ci, cf, cws, q, q, False, False)
+            st = kinematics(md, ws, ci6, cf, cws6, q, q, False, True)
             if st != OK:
                 return st
-            e1 = _norm_e(cws, oe, m)
+            e1 = _masked_rows(ci, ci6, cws, cws6, nv, free, True)
             if e1 < err:
                 better = True
                 break
@@ -229,19 +294,9 @@ def state_k(md, ws, ci, cf, cws, q, q0, v, free, qmap, free_q, tol, max_iter, Jf
         if not better:
             for k in range(q.shape[0]):
                 q[k] = q0[k]
-            kinematics(md, ws, ci, cf, cws, q, q, False, False)
+            kinematics(md, ws, ci6, cf, cws6, q, q, False, True)
+            _masked_rows(ci, ci6, cws, cws6, nv, free, True)
             break
-        ss = 0.0                                     # Broyden: Jf += (y - Jf s) sᵀ / sᵀs
-        for i in range(nf):
-            ss += (step * dx[i]) ** 2
-        if ss > 0.0:
-            for r in range(m):
-                acc = cws[oe + r] - e0[r]
-                for i in range(nf):
-                    acc -= Jf[r, i] * step * dx[i]
-                acc /= ss
-                for i in range(nf):
-                    Jf[r, i] += acc * step * dx[i]
         err = e1
     big = 0.0
     row = 0
@@ -250,16 +305,13 @@ def state_k(md, ws, ci, cf, cws, q, q0, v, free, qmap, free_q, tol, max_iter, Jf
             big = abs(cws[oe + r])
             row = r
     if err > tol:
-        keep[0] = 0
+        for k in range(q.shape[0]):
+            q[k] = q_in[k]
         info[0] = err
         info[1] = it
         info[2] = row
         return NOT_CLOSED
-    keep[0] = 1 if it <= 4 else 0
-    if it > 0 or not fresh:                          # J at the closed q, for the velocities
-        st = kinematics(md, ws, ci, cf, cws, q, q, False, True)
-        if st != OK:
-            return st
+    _masked_rows(ci, ci6, cws, cws6, nv, free, False)      # the velocity Jacobian at the closed q
     if want_cond or not _lu_free(ci, cws, free, LU, piv):
         _solve_free(ci, cws, v, free, False, sol)
     else:
@@ -309,8 +361,6 @@ class LoopCompletion:
         self.free, self._qmap, self._ffs = _free(model, fixed)
         self._q0 = np.empty(model.nq)
         self._info = np.zeros(4)
-        self._jf = np.zeros((self.m, len(self.free)))   # state's secant estimate of de/dq_F (state_k)
-        self._keep = np.zeros(1, dtype=np.int64)
         self.cond = np.nan
         self.error = np.nan
         self.iterations = 0
@@ -339,10 +389,10 @@ class LoopCompletion:
 
     def state(self, q, v, cond=True) -> float:
         """``positions`` then ``velocities`` in one call, for a sample near the previous
-        one (what a control loop calls per measured sample): quasi-Newton steps on a
-        secant estimate of de/dq kept from the previous call (``state_k``), stopping at
-        ‖e‖ <= tol; when that does not close the loops, ``positions`` (Gauss-Newton, J at
-        every step) tries from where it stopped.  Returns the free block's condition
+        one (what a control loop calls per measured sample): Newton steps on the exact
+        de/dq (``state_k``), stopping at ‖e‖ <= tol; when that takes more than
+        ``NEWTON_STEPS``, ``positions`` (Gauss-Newton, J at every step) tries from the
+        q given.  Returns the free block's condition
         estimate (also ``cond``); with ``cond=False`` none is made (nan returned, unless
         the fallback ran) and a square, regular J_F is solved by LU instead of the pivoted
         QR (the same velocities, cheaper).  LoopsNotClosed as ``positions`` (v untouched
@@ -350,8 +400,9 @@ class LoopCompletion:
         model, cs, info = self.model, self._cs, self._info
         q = self._arr(q, model.nq, "q", True)
         v = self._arr(v, model.nv, "v", True)
-        st = state_k(model.md_k, model.workspace(), cs.ci_k, cs.cf_k, cs.workspace(), q, self._q0, v, self.free,
-                     self._qmap, self._ffs, self.tol, self.max_iter, self._jf, self._keep, bool(cond), info)
+        st = state_k(model.md_k, model.workspace(), cs.ci_k, cs.cf_k, cs.workspace(), cs.ci6_k, cs.workspace6(), q,
+                     self._q0, v, self.free,
+                     self._qmap, self._ffs, self.tol, self.max_iter, bool(cond), info)
         self.error, self.iterations = info[0], int(info[1])
         if st == NOT_CLOSED:            # far from the previous sample: Gauss-Newton from here
             self.positions(q)
