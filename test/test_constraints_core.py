@@ -11,7 +11,7 @@ from scipy.spatial.transform import Rotation
 
 import rbd_ros.core as rbd
 from rbd_ros.core.constraints import reference as cref
-from rbd_ros.core.constraints.dynamics import cfd_into
+from rbd_ros.core.constraints.dynamics import cfd_into, cid_into
 from rbd_ros.core.constraints.kinematics import jlog6_inv_into
 
 TOL = 1e-9
@@ -336,6 +336,34 @@ def test_forward_dynamics_into_fast_path_refuses_like_the_checked_path():
         with pytest.raises(ValueError, match=msg):
             rbd.constrained_forward_dynamics_into(model, q, v, tau, cons, *out)
     assert len(cfd_into.signatures) == 1
+
+
+def test_inverse_dynamics_into_fast_path_refuses_like_the_checked_path():
+    """The same for constrained_inverse_dynamics_into (no friction): after a first call,
+    odd arguments give the checked path's results and errors."""
+    model = mechanism("delta")
+    rng = np.random.default_rng(13)
+    q, v = closed_state(model, rng, "delta")
+    act = tuple(ACTUATED["delta"])
+    a = rbd.constrained_forward_dynamics(model, q, v, np.zeros(model.nv)).qdd
+    ref = rbd.constrained_inverse_dynamics(model, q, v, a, actuated=act)
+    tau, lam, info = np.empty(model.nv), np.empty(10), np.empty(7)
+    cons = ()
+    for _ in range(2):
+        assert rbd.constrained_inverse_dynamics_into(model, q, v, a, cons, tau, lam, actuated=act, info=info) == \
+            ref.residual
+        assert np.array_equal(tau, ref.tau) and np.array_equal(lam, ref.lam)
+        assert info[3] == ref.cond and info[5] == 1.0
+    rbd.constrained_inverse_dynamics_into(model, q, v, list(a), cons, tau, lam, actuated=act)
+    assert np.array_equal(tau, ref.tau)
+    for args, msg in (((q, v, a[:5]), "a: expected shape"), ((q, v, np.full(model.nv, np.nan)), "a: expected finite")):
+        with pytest.raises(ValueError, match=msg):
+            rbd.constrained_inverse_dynamics_into(model, *args, cons, tau, lam, actuated=act)
+    for out, kw, msg in (((tau, np.empty(9)), {}, "lam: expected"), ((tau[:5], lam), {}, "tau: expected"),
+                         ((tau, lam), {"info": np.empty(5)}, "info \\(4 or 7 entries\\)")):
+        with pytest.raises(ValueError, match=msg):
+            rbd.constrained_inverse_dynamics_into(model, q, v, a, cons, *out, actuated=act, **kw)
+    assert len(cid_into.signatures) == 1
 
 
 def test_bad_arguments_are_named():
