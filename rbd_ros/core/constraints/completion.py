@@ -171,11 +171,12 @@ NEWTON_STEPS = 8        # state_k: more steps than this is not a sample near the
 
 
 @njit(**JIT)
-def _masked_rows(ci, ci6, cws, cws6, nv, free, deriv):
-    """From the unmasked set's e and J (cws6): e's masked rows into cws's e, and into cws's J
-    the masked rows of de/dq (``deriv``: Jl⁻¹(−e₆) J₆ for a masked constraint, J's
-    rows for a point; the columns of the ``free`` DOFs only) or of the velocity Jacobian
-    J₆ (every column).  Returns ‖e‖ (masked rows)."""
+def _masked_rows(ci, ci6, cws, cws6, nv, free, mode):
+    """From the unmasked set's e and J (cws6): e's masked rows into cws's e and, ``mode``
+    1, into cws's J the masked rows of de/dq (Jl⁻¹(−e₆) J₆ for a masked constraint, J's
+    rows for a point; the columns of the ``free`` DOFs only), ``mode`` 2 those of the
+    velocity Jacobian J₆ (every column), ``mode`` 0 no J.  Returns ‖e‖ (masked rows)."""
+    deriv = mode == 1
     m, m6 = ci[CI_M], ci6[CI_M]
     co, co6 = offsets(ci[CI_NC], m, nv), offsets(ci6[CI_NC], m6, nv)
     oe, oj, oe6, oj6 = co[O_E], co[O_J], co6[O_E], co6[O_J]
@@ -187,8 +188,9 @@ def _masked_rows(ci, ci6, cws, cws6, nv, free, deriv):
         if ci[o + CI_KIND] == POINT:
             for d in range(3):
                 cws[oe + r + d] = cws6[oe6 + r6 + d]
-                for c in range(nv):
-                    cws[oj + (r + d) * nv + c] = cws6[oj6 + (r6 + d) * nv + c]
+                if mode:
+                    for c in range(nv):
+                        cws[oj + (r + d) * nv + c] = cws6[oj6 + (r6 + d) * nv + c]
             continue
         if deriv:
             for d in range(6):
@@ -207,7 +209,7 @@ def _masked_rows(ci, ci6, cws, cws6, nv, free, deriv):
                     for j in range(j0, 6):
                         acc += B[6 * d + j] * cws6[oj6 + (r6 + j) * nv + c]
                     cws[oj + rr * nv + c] = acc
-            else:
+            elif mode:
                 for c in range(nv):
                     cws[oj + rr * nv + c] = cws6[oj6 + (r6 + d) * nv + c]
             rr += 1
@@ -255,7 +257,9 @@ def state_k(md, ws, ci, cf, cws, ci6, cws6, q, q0, v, free, qmap, free_q, tol, m
     st = kinematics(md, ws, ci6, cf, cws6, q, q, False, True)
     if st != OK:
         return st
-    err = _masked_rows(ci, ci6, cws, cws6, nv, free, True)
+    err = _masked_rows(ci, ci6, cws, cws6, nv, free, 0)
+    if err > tol and nf > 0:
+        _masked_rows(ci, ci6, cws, cws6, nv, free, 1)
     it = 0
     sol = info[1:4]             # (scratch until the end)
     dx = cws[co[O_Y]:co[O_Y] + nv]
@@ -286,7 +290,7 @@ def state_k(md, ws, ci, cf, cws, ci6, cws6, q, q0, v, free, qmap, free_q, tol, m
             st = kinematics(md, ws, ci6, cf, cws6, q, q, False, True)
             if st != OK:
                 return st
-            e1 = _masked_rows(ci, ci6, cws, cws6, nv, free, True)
+            e1 = _masked_rows(ci, ci6, cws, cws6, nv, free, 0)
             if e1 < err:
                 better = True
                 break
@@ -295,9 +299,11 @@ def state_k(md, ws, ci, cf, cws, ci6, cws6, q, q0, v, free, qmap, free_q, tol, m
             for k in range(q.shape[0]):
                 q[k] = q0[k]
             kinematics(md, ws, ci6, cf, cws6, q, q, False, True)
-            _masked_rows(ci, ci6, cws, cws6, nv, free, True)
+            _masked_rows(ci, ci6, cws, cws6, nv, free, 0)
             break
         err = e1
+        if err > tol:                                # another step: de/dq at the accepted q
+            _masked_rows(ci, ci6, cws, cws6, nv, free, 1)
     big = 0.0
     row = 0
     for r in range(m):
@@ -311,7 +317,7 @@ def state_k(md, ws, ci, cf, cws, ci6, cws6, q, q0, v, free, qmap, free_q, tol, m
         info[1] = it
         info[2] = row
         return NOT_CLOSED
-    _masked_rows(ci, ci6, cws, cws6, nv, free, False)      # the velocity Jacobian at the closed q
+    _masked_rows(ci, ci6, cws, cws6, nv, free, 2)          # the velocity Jacobian at the closed q
     if want_cond or not _lu_free(ci, cws, free, LU, piv):
         _solve_free(ci, cws, v, free, False, sol)
     else:
