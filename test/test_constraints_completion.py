@@ -11,6 +11,7 @@ from constraint_util import ACTUATED, closed_state, mechanism
 from numba.core.runtime import _nrt_python as nrt
 
 import rbd_ros.core as rbd
+from rbd_ros.core.constraints.completion import state_k
 from rbd_ros.core.constraints.solve import LU_TOL, lu_factor, lu_solve
 
 
@@ -129,6 +130,25 @@ def test_out_of_reach_names_the_constraint_and_bad_arrays_are_named():
         lc.velocities(np.zeros(model.nq), np.full(model.nv, np.nan))
     with pytest.raises(ValueError, match="fixed: \\['x'\\] are not DOF joints"):
         rbd.LoopCompletion(model, ["x"])
+
+
+def test_state_refuses_odd_arrays_after_its_fast_calls():
+    """state() hands plain arrays straight to its kernel; after such calls a read-only,
+    short, float32 or list argument still gets the checked path's error naming it, and
+    the kernel stays compiled for the plain types only."""
+    model = mechanism("delta")
+    lc = rbd.LoopCompletion(model, ACTUATED["delta"])
+    q, v = closed_state(model, np.random.default_rng(3), "delta")
+    lc.state(q, v, False)
+    lc.state(q, v)
+    ro = q.copy()
+    ro.setflags(write=False)
+    for args, msg in (((ro, v), "q: expected a writable float64"), ((q[:5].copy(), v), "q: expected a writable"),
+                      ((q, list(v)), "v: expected a writable"), ((q.astype(np.float32), v), "q: expected"),
+                      ((q, np.full(model.nv, np.nan)), "v: expected finite")):
+        with pytest.raises(ValueError, match=msg):
+            lc.state(*args, cond=False)
+    assert len(state_k.signatures) == 1
 
 
 @pytest.mark.parametrize("name", ["fourbar", "delta"])

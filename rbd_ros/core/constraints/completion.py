@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba import types as nbt
 
 from ..algorithms.common import BAD_A, BAD_Q, BAD_RESULT, BAD_SHAPE, BAD_V, OK, all_finite
 from ..algorithms.crba import crba_into
 from ..algorithms.layout import H_NB, H_NMIM, H_NV, H_NVF, R_MAT, region_offsets
 from ..algorithms.rnea import rnea_into
 from ..algorithms.spatial import JIT
+from ..calls._numba_compat import plain_arguments_only
 from ..model.checks import real_number
 from .args import check, not_model
 from .closure import NOT_CLOSED, _free, _step, close_k, rbd_error_row
@@ -404,11 +406,17 @@ class LoopCompletion:
         QR (the same velocities, cheaper).  LoopsNotClosed as ``positions`` (v untouched
         then)."""
         model, cs, info = self.model, self._cs, self._info
-        q = self._arr(q, model.nq, "q", True)
-        v = self._arr(v, model.nv, "v", True)
-        st = state_k(model.md_k, model.workspace(), cs.ci_k, cs.cf_k, cs.workspace(), cs.ci6_k, cs.workspace6(), q,
-                     self._q0, v, self.free,
-                     self._qmap, self._ffs, self.tol, self.max_iter, bool(cond), info)
+        want = True if cond else False
+        try:        # plain arrays straight to the kernel (its guard: anything else is NotPlain)
+            st = state_k(model.md_k, model._tls.ws, cs.ci_k, cs.cf_k, cs._tls.cws, cs.ci6_k, cs._tls.cws6, q,
+                         self._q0, v, self.free, self._qmap, self._ffs, self.tol, self.max_iter, want, info)
+        except (AttributeError, TypeError):     # this thread's first call, or not plain: checked
+            st = BAD_SHAPE
+        if st == BAD_SHAPE:
+            q = self._arr(q, model.nq, "q", True)
+            v = self._arr(v, model.nv, "v", True)
+            st = state_k(model.md_k, model.workspace(), cs.ci_k, cs.cf_k, cs.workspace(), cs.ci6_k, cs.workspace6(),
+                         q, self._q0, v, self.free, self._qmap, self._ffs, self.tol, self.max_iter, want, info)
         self.error, self.iterations = info[0], int(info[1])
         if st == NOT_CLOSED:            # far from the previous sample: Gauss-Newton from here
             self.positions(q)
@@ -641,3 +649,10 @@ class LoopCompensation:
             check(st, "v", args=(("q", q), ("v", v)))
         self.cond = info[0]
         return info[0]
+
+
+_A8, _I8 = nbt.Array(nbt.float64, 1, "C"), nbt.Array(nbt.int64, 1, "C")
+# LoopCompletion.state hands its arguments straight to state_k: it compiles for these types
+# only (anything else raises NotPlain, a TypeError, and state takes its checked path)
+plain_arguments_only(state_k, (_A8, _A8, _I8, _A8, _A8, _I8, _A8, _A8, _A8, _A8, _I8, _I8,
+                               nbt.Array(nbt.int64, 2, "C"), nbt.float64, nbt.int64, nbt.boolean, _A8))
