@@ -1,8 +1,9 @@
 """rbd.LoopCompletion: the passive DOFs of the bundled mechanisms completed in place,
 per sample -- equal to close_loops / loop_velocity from the same start (also ``state``,
-the quasi-Newton per-sample form, along a motion), accelerations with J q̈ + γ = 0
-(against J and γ of the public functions and a numpy least-squares solve), the assembly
-branch kept from the start q, a clear error naming the constraint, and no allocation.
+the quasi-Newton per-sample form, along a motion, with or without the condition
+estimate), accelerations with J q̈ + γ = 0 (against J and γ of the public functions and
+a numpy least-squares solve), the assembly branch kept from the start q, a clear error
+naming the constraint, and no allocation; the LU of a square block.
 rbd.LoopCompensation: g, b and λ equal constrained_inverse_dynamics at those states."""
 import numpy as np
 import pytest
@@ -10,6 +11,8 @@ from constraint_util import ACTUATED, closed_state, mechanism
 from numba.core.runtime import _nrt_python as nrt
 
 import rbd_ros.core as rbd
+from rbd_ros.core.constraints.completion import state_k
+from rbd_ros.core.constraints.solve import LU_TOL, lu_factor, lu_solve
 
 
 @pytest.mark.parametrize("name", ["fourbar", "delta"])
@@ -41,6 +44,42 @@ def test_completion_equals_close_loops_and_loop_velocity(name):
         rhs = -g - J[:, act_v] @ a[act_v]
         assert np.max(np.abs(a[free] - np.linalg.lstsq(J[:, free], rhs, rcond=None)[0])) <= 1e-8
         assert 1.0 <= cond < 100.0 and cond == lc.cond
+
+
+@pytest.mark.parametrize("name", ["fourbar", "delta"])
+def test_state_without_cond_equals_state_with_it(name):
+    """state(q, v, cond=False) (LU on the square passive block) closes the loops and
+    completes the velocities as state() (pivoted QR) does, to rounding; no estimate then."""
+    model = mechanism(name)
+    act = ACTUATED[name]
+    ia = [model.v_index(j) for j in act]
+    a_lc, b_lc = rbd.LoopCompletion(model, act), rbd.LoopCompletion(model, act)
+    q, v = closed_state(model, np.random.default_rng(2), name, spread=0.1)
+    qa, va, qb, vb = q.copy(), v.copy(), q.copy(), v.copy()
+    for k in range(50):
+        t = 1e-3 * k
+        for x, y in ((qa, va), (qb, vb)):
+            x[ia] = 0.2 * np.sin(2.0 * t + np.arange(len(act)))
+            y[ia] = 0.4 * np.cos(2.0 * t + np.arange(len(act)))
+        cond = a_lc.state(qa, va)
+        assert np.isnan(b_lc.state(qb, vb, cond=False)) and 1.0 <= cond < 100.0
+        assert np.max(np.abs(qa - qb)) <= 1e-10 and np.max(np.abs(va - vb)) <= 1e-9
+        assert np.max(np.abs(rbd.constraint_velocity(model, qb, vb))) <= 1e-9
+
+
+def test_lu_solves_and_refuses_a_singular_matrix():
+    rng = np.random.default_rng(5)
+    for n in (1, 3, 10):
+        A, b = rng.normal(size=(n, n)), rng.normal(size=n)
+        for transpose in (False, True):
+            LU, piv, x = A.copy(), np.zeros(n), b.copy()
+            assert lu_factor(LU, n, piv, LU_TOL)
+            lu_solve(LU, n, piv, x, transpose)
+            assert np.max(np.abs(x - np.linalg.solve(A.T if transpose else A, b))) <= 1e-10
+    S = rng.normal(size=(4, 4))
+    S[3] = S[0] + 2.0 * S[1]                      # rank 3
+    assert not lu_factor(S, 4, np.zeros(4), LU_TOL)
+    assert not lu_factor(np.zeros((2, 2)), 2, np.zeros(2), LU_TOL)
 
 
 def test_positions_follow_the_branch_of_the_start():
@@ -91,6 +130,25 @@ def test_out_of_reach_names_the_constraint_and_bad_arrays_are_named():
         lc.velocities(np.zeros(model.nq), np.full(model.nv, np.nan))
     with pytest.raises(ValueError, match="fixed: \\['x'\\] are not DOF joints"):
         rbd.LoopCompletion(model, ["x"])
+
+
+def test_state_refuses_odd_arrays_after_its_fast_calls():
+    """state() hands plain arrays straight to its kernel; after such calls a read-only,
+    short, float32 or list argument still gets the checked path's error naming it, and
+    the kernel stays compiled for the plain types only."""
+    model = mechanism("delta")
+    lc = rbd.LoopCompletion(model, ACTUATED["delta"])
+    q, v = closed_state(model, np.random.default_rng(3), "delta")
+    lc.state(q, v, False)
+    lc.state(q, v)
+    ro = q.copy()
+    ro.setflags(write=False)
+    for args, msg in (((ro, v), "q: expected a writable float64"), ((q[:5].copy(), v), "q: expected a writable"),
+                      ((q, list(v)), "v: expected a writable"), ((q.astype(np.float32), v), "q: expected"),
+                      ((q, np.full(model.nv, np.nan)), "v: expected finite")):
+        with pytest.raises(ValueError, match=msg):
+            lc.state(*args, cond=False)
+    assert len(state_k.signatures) == 1
 
 
 @pytest.mark.parametrize("name", ["fourbar", "delta"])

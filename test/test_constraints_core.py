@@ -11,6 +11,8 @@ from scipy.spatial.transform import Rotation
 
 import rbd_ros.core as rbd
 from rbd_ros.core.constraints import reference as cref
+from rbd_ros.core.constraints.dynamics import cfd_into, cid_into
+from rbd_ros.core.constraints.kinematics import jlog6_inv_into
 
 TOL = 1e-9
 MECHS = ["fourbar", "delta"]
@@ -83,6 +85,32 @@ def closed_at(model, q, link_a, link_b, origin_a, mask, name):
     Ta = world_placement(model, q, link_a) @ origin_a
     Tb = world_placement(model, q, link_b)
     return rbd.Constraint(link_a, link_b, origin_a=origin_a, origin_b=np.linalg.solve(Tb, Ta), mask=mask, name=name)
+
+
+@pytest.mark.parametrize("name", MECHS)
+def test_error_derivative_is_jl_inverse_times_j_anywhere(name):
+    """de/dq = Jl⁻¹(log6 ᵃMᵦ) J for a weld (SE(3)'s inverse left Jacobian: the exact
+    derivative the loop completion's Newton steps use, kinematics.jlog6_inv_into), at
+    random states far from closed and at small rotations (its series branch)."""
+    rng = np.random.default_rng(12)
+    tree = mechanism(name).with_constraints([])
+    a, b = ("coupler_link", "rocker_link") if name == "fourbar" else ("forearm1", "wrist_cross3")
+    T = np.eye(4)
+    T[:3, :3] = Rotation.from_rotvec([0.3, -0.2, 0.5]).as_matrix()
+    T[:3, 3] = [0.01, 0.02, -0.03]
+    for k in range(4):
+        q = rng.uniform(-0.5, 0.5, tree.nq)
+        c = closed_at(tree, q, a, b, T, (1, 1, 1, 1, 1, 1), "w")
+        D = np.eye(4)
+        D[:3, :3] = Rotation.from_rotvec(rng.normal(size=3) * (0.004 if k % 2 else 0.8)).as_matrix()
+        D[:3, 3] = rng.normal(size=3) * 0.05
+        c = rbd.Constraint.weld(a, b, origin_a=c.origin_a, origin_b=c.origin_b @ D, name="w")
+        e, J = rbd.constraint_error(tree, q, [c]), rbd.constraint_jacobian(tree, q, [c])
+        B = np.zeros(36)
+        jlog6_inv_into(-e, 0, B, 0)
+        Jfd = fd_jacobian(tree, q, [c], h=1e-4)     # (log6's rounding near θ = 0 needs a large h)
+        assert np.max(np.abs(B.reshape(6, 6) @ J - Jfd)) < 1e-7      # (FD: h² ~ 1e-8)
+        assert np.max(np.abs(J - Jfd)) > 1e-4       # (J alone is not de/dq here)
 
 
 @pytest.mark.parametrize("name", MECHS)
@@ -274,6 +302,68 @@ def test_into_forms_equal_and_allocate_nothing():
         assert nrt.memsys_get_stats_alloc() - before == 50 * (11 + 14)
     finally:
         nrt.memsys_disable_stats()
+
+
+def test_forward_dynamics_into_fast_path_refuses_like_the_checked_path():
+    """After a first call (the fast path's memo set), odd arguments -- other dtypes, lists,
+    read-only or strided arrays, wrong lengths, bad gains -- give the checked path's
+    results and errors, and the kernel stays compiled for its plain types only."""
+    model = mechanism("fourbar")
+    rng = np.random.default_rng(11)
+    q, v = closed_state(model, rng, "fourbar")
+    tau = rng.normal(size=model.nv)
+    qdd, lam = np.empty(model.nv), np.empty(2)
+    ref = rbd.constrained_forward_dynamics(model, q, v, tau, kp=4.0)
+    cons = ()
+    rbd.constrained_forward_dynamics_into(model, q, v, tau, cons, qdd, lam, kp=4.0)
+    assert np.array_equal(qdd, ref.qdd) and np.array_equal(lam, ref.lam)
+    ro = v.copy()
+    ro.setflags(write=False)
+    for args, kw in (((q, v.astype(np.float32), tau), {"kp": 4.0}), ((q, v, list(tau)), {"kp": 4}),
+                     ((q, ro, np.repeat(tau, 2)[::2]), {"kp": np.float64(4.0)})):
+        qdd[:] = np.nan
+        rbd.constrained_forward_dynamics_into(model, *args, cons, qdd, lam, **kw)
+        assert np.max(np.abs(qdd - ref.qdd)) <= 1e-6 * np.max(np.abs(ref.qdd))    # (float32 v)
+    for args, kw, msg in (((q[:2], v, tau), {}, "q: expected shape"),
+                          ((q, v, np.array([0.0, np.nan, 1.0])), {}, "tau: expected finite"),
+                          ((q, v, tau), {"kp": -1.0}, r"kp: expected a finite number in \[0, 1e12\]"),
+                          ((q, v, tau), {"kd": np.nan}, "kd: expected a finite"),
+                          ((q, v, tau), {"regularization": 2e12}, "regularization: expected a finite")):
+        with pytest.raises(ValueError, match=msg):
+            rbd.constrained_forward_dynamics_into(model, *args, cons, qdd, lam, **kw)
+    for out, msg in (((np.empty(2), lam), "qdd: expected a writable"), ((qdd, np.empty(3)), "lam: expected"),
+                     ((qdd, np.empty(4)[::2]), "lam: expected")):
+        with pytest.raises(ValueError, match=msg):
+            rbd.constrained_forward_dynamics_into(model, q, v, tau, cons, *out)
+    assert len(cfd_into.signatures) == 1
+
+
+def test_inverse_dynamics_into_fast_path_refuses_like_the_checked_path():
+    """The same for constrained_inverse_dynamics_into (no friction): after a first call,
+    odd arguments give the checked path's results and errors."""
+    model = mechanism("delta")
+    rng = np.random.default_rng(13)
+    q, v = closed_state(model, rng, "delta")
+    act = tuple(ACTUATED["delta"])
+    a = rbd.constrained_forward_dynamics(model, q, v, np.zeros(model.nv)).qdd
+    ref = rbd.constrained_inverse_dynamics(model, q, v, a, actuated=act)
+    tau, lam, info = np.empty(model.nv), np.empty(10), np.empty(7)
+    cons = ()
+    for _ in range(2):
+        assert rbd.constrained_inverse_dynamics_into(model, q, v, a, cons, tau, lam, actuated=act, info=info) == \
+            ref.residual
+        assert np.array_equal(tau, ref.tau) and np.array_equal(lam, ref.lam)
+        assert info[3] == ref.cond and info[5] == 1.0
+    rbd.constrained_inverse_dynamics_into(model, q, v, list(a), cons, tau, lam, actuated=act)
+    assert np.array_equal(tau, ref.tau)
+    for args, msg in (((q, v, a[:5]), "a: expected shape"), ((q, v, np.full(model.nv, np.nan)), "a: expected finite")):
+        with pytest.raises(ValueError, match=msg):
+            rbd.constrained_inverse_dynamics_into(model, *args, cons, tau, lam, actuated=act)
+    for out, kw, msg in (((tau, np.empty(9)), {}, "lam: expected"), ((tau[:5], lam), {}, "tau: expected"),
+                         ((tau, lam), {"info": np.empty(5)}, "info \\(4 or 7 entries\\)")):
+        with pytest.raises(ValueError, match=msg):
+            rbd.constrained_inverse_dynamics_into(model, q, v, a, cons, *out, actuated=act, **kw)
+    assert len(cid_into.signatures) == 1
 
 
 def test_bad_arguments_are_named():

@@ -109,7 +109,7 @@ class Loops:
         their velocities.  rbd.LoopsNotClosed naming the constraint when the loops cannot
         be closed: q and v are then the last closed state again."""
         try:
-            self.measured.state(q, v)
+            self.measured.state(q, v, False)      # (cond: from the torques, compensate)
         except ValueError as e:
             if self.good:
                 np.copyto(q, self._q_good)

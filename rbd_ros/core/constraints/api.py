@@ -11,17 +11,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import types as nbt
 
 from ..algorithms.common import BAD_RESULT
+from ..calls._numba_compat import plain_arguments_only
 from ..model.checks import real_number
 from . import contacts
 from .args import check, describe, not_model, out_array, vec
 from .cones import actuator_torques, cone_rows, passive_system
-from .dynamics import cfd_into, cid_into, kinematics_k
+from .dynamics import MAX_GAIN, cfd_into, cid_into, kinematics_k
 from .packing import constraint_set
 
 _F8 = np.dtype(np.float64)
 _ND = np.ndarray
+_A8, _I8 = nbt.Array(nbt.float64, 1, "C"), nbt.Array(nbt.int64, 1, "C")
+# the fast path's kernel compiles only for its plain types: anything else raises NotPlain
+# (a TypeError) instead of compiling a second version, and takes the checked path
+plain_arguments_only(cfd_into, (_A8, _A8, _I8, _A8, _A8, _A8, _A8, _A8) + (nbt.float64,) * 3 + (_A8,) * 3)
+plain_arguments_only(cid_into, (_A8, _A8, _I8, _A8, _A8, _A8, _A8, _A8, _I8, _I8) + (_A8,) * 4)
 
 
 @dataclass(frozen=True)
@@ -138,7 +145,7 @@ def _gains(kp, kd, regularization):
     kd = real_number(kd, "kd", "a number >= 0 (1/s)")
     eps = real_number(regularization, "regularization", "a number >= 0")
     for name, x in (("kp", kp), ("kd", kd), ("regularization", eps)):
-        if not (np.isfinite(x) and 0.0 <= x <= 1e12):
+        if not (np.isfinite(x) and 0.0 <= x <= MAX_GAIN):
             raise ValueError(f"{name}: expected a finite number in [0, 1e12], got {x}")
     return kp, kd, eps
 
@@ -170,17 +177,38 @@ def _plain(x, n):
     return x.__class__ is _ND and x.dtype is _F8 and x.shape == (n,) and x.flags.carray
 
 
+def _memo(model, constraints, cs):
+    """Remember ``cs`` as this thread's constraint set of ``constraints`` on ``model`` for the
+    fast paths: (constraints, ci, cf, workspace, info buffer) in ``model._tls.cfd``.  Only
+    None and tuples are remembered (immutable: the same object is the same constraints;
+    the memo keeps it alive, so its identity is not reused)."""
+    if constraints is None or constraints.__class__ is tuple:
+        model._tls.cfd = (constraints, cs.ci_k, cs.cf_k, cs.workspace(), cs.info_buffer())
+
+
 def constrained_forward_dynamics_into(model, q, v, tau, constraints, qdd, lam, *, kp=0.0, kd=0.0,
                                       regularization=0.0, info=None):
     """:func:`constrained_forward_dynamics` into preallocated float64 arrays ``qdd`` (nv)
     and ``lam`` (m); ``info`` (3, optional): [1 if redundant, rank, -].  Allocates
     nothing when q, v, tau are float64 arrays of the right length and the constraint set
     was seen before (it is packed once and cached; pass a tuple to skip even the
-    tuple())."""
+    tuple()).
+
+    A fast path serves repeated calls (what a control loop makes): when ``constraints``
+    is the very object (None or a tuple) of this thread's previous call on ``model``,
+    ``info`` is None, and q, v, tau, qdd, lam are plain float64 arrays and the gains
+    floats, they go straight to the compiled kernel, which checks lengths, gains and
+    values; anything it refuses takes the checked path, which names the argument."""
+    try:
+        memo = model._tls.cfd
+        if memo[0] is constraints and info is None:
+            if not cfd_into(model.md_k, model._tls.ws, memo[1], memo[2], memo[3], q, v, tau, kp, kd,
+                            regularization, qdd, lam, memo[4]):
+                return
+    except (AttributeError, TypeError):     # first call on this thread, not a Model, or not plain
+        pass
     cs = _set(model, constraints)
-    if not (kp.__class__ is float and kd.__class__ is float and regularization.__class__ is float
-            and kp >= 0.0 and kd >= 0.0 and regularization >= 0.0 and kp + kd + regularization < 3e12):
-        kp, kd, regularization = _gains(kp, kd, regularization)
+    kp, kd, regularization = _gains(kp, kd, regularization)
     nv = model.nv
     q = q if _plain(q, model.nq) else _q(model, q)
     v = v if _plain(v, nv) else _v(model, v, "v")
@@ -195,6 +223,7 @@ def constrained_forward_dynamics_into(model, q, v, tau, constraints, qdd, lam, *
                   regularization, qdd, lam, info)
     if st:
         _fd_check(st, model, q, v, tau)
+    _memo(model, constraints, cs)
 
 
 def _cid(model, cs, q, v, a, passive, active, scale, tau, lam, info, spec, solver):
@@ -287,7 +316,25 @@ def constrained_inverse_dynamics_into(model, q, v, a, constraints, tau, lam, *, 
     Returns the residual.  Allocates nothing for plain float64 q, v, a once the
     constraint set, the ``actuated``/``weights`` pair and ``friction`` were seen (all
     cached; pass tuples) -- with friction, as long as no cone is active (the QP
-    allocates)."""
+    allocates).  A fast path serves repeated calls without friction whose constraints,
+    ``actuated`` and ``weights`` are the very objects (None or tuples) of this thread's
+    previous call on ``model`` (as :func:`constrained_forward_dynamics_into`'s)."""
+    try:    # the fast path (as constrained_forward_dynamics_into's; without friction)
+        memo = model._tls.cid
+        if (memo[0] is constraints and memo[1] is actuated and memo[2] is weights and friction is None
+                and solver is None):
+            buf = memo[9]
+            if not cid_into(model.md_k, model._tls.ws, memo[3], memo[4], memo[5], q, v, a, memo[6], memo[7],
+                            memo[8], tau, lam, buf):
+                if info is not None:
+                    info = out_array(info, 7 if getattr(info, "size", 0) == 7 else 4, "info (4 or 7 entries)")
+                feasible = buf[0] <= contacts.FEAS_TOL * max(1.0, buf[4])
+                buf[5], buf[6] = (1.0, 0.0) if feasible else (0.0, buf[0])
+                if info is not None:
+                    info[:info.size] = buf[:info.size]
+                return buf[0]
+    except (AttributeError, TypeError):     # first call on this thread, not a Model, or not plain
+        pass
     cs = _set(model, constraints)
     spec = _friction(model, cs, friction, solver) if friction is not None or solver is not None else None
     passive, active, scale = cs.actuation(model, actuated, weights)
@@ -303,4 +350,7 @@ def constrained_inverse_dynamics_into(model, q, v, a, constraints, tau, lam, *, 
     _cid(model, cs, q, v, a, passive, active, scale, tau, lam, buf, spec, solver)
     if info is not None:
         info[:info.size] = buf[:info.size]
+    if spec is None and all(x is None or x.__class__ is tuple for x in (constraints, actuated, weights)):
+        model._tls.cid = (constraints, actuated, weights, cs.ci_k, cs.cf_k, cs.workspace(), passive, active, scale,
+                          buf)
     return buf[0]

@@ -20,20 +20,45 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba import types as nbt
 
 from ..algorithms.common import BAD_A, BAD_Q, BAD_RESULT, BAD_SHAPE, BAD_V, OK, all_finite
 from ..algorithms.crba import crba_into
 from ..algorithms.layout import H_NB, H_NMIM, H_NV, H_NVF, R_MAT, region_offsets
 from ..algorithms.rnea import rnea_into
 from ..algorithms.spatial import JIT
+from ..calls._numba_compat import plain_arguments_only
 from ..model.checks import real_number
 from .args import check, not_model
 from .closure import NOT_CLOSED, _free, _step, close_k, rbd_error_row
 from .dynamics import RANK_TOL, _sizes_ok
-from .kinematics import kinematics
-from .layout import CI_M, CI_NC, O_B, O_C, O_COD, O_E, O_G, O_J, O_K, O_Y, offsets
+from .kinematics import jlog6_inv_into, kinematics
+from .layout import (
+    CI_HEAD,
+    CI_KIND,
+    CI_M,
+    CI_MASK,
+    CI_N,
+    CI_NC,
+    CI_ROW,
+    ENTRY,
+    O_B,
+    O_C,
+    O_COD,
+    O_E,
+    O_END,
+    O_G,
+    O_J,
+    O_K,
+    O_K2,
+    O_R,
+    O_W,
+    O_Y,
+    POINT,
+    offsets,
+)
 from .packing import constraint_set
-from .solve import lstsq_min_norm
+from .solve import LU_TOL, lstsq_min_norm, lu_factor, lu_solve
 
 _F8 = np.dtype(np.float64)
 _ND = np.ndarray
@@ -69,6 +94,54 @@ def _solve_free(ci, cws, x, free, rhs_g, info):
 
 
 @njit(**JIT)
+def _lu_free(ci, cws, free, LU, piv):
+    """J_F's LU (J in the workspace) into LU (m x m) and piv (m) when J_F is square and
+    not nearly singular (solve.lu_factor); False otherwise (the caller takes the least
+    squares)."""
+    m = ci[CI_M]
+    nv = ci[2]
+    nf = free.shape[0]
+    if nf != m or m == 0:
+        return False
+    oj = offsets(ci[CI_NC], m, nv)[O_J]
+    for r in range(m):
+        for i in range(nf):
+            LU[r, i] = cws[oj + r * nv + free[i]]
+    return lu_factor(LU, m, piv, LU_TOL)
+
+
+@njit(**JIT)
+def _solve_free_lu(ci, cws, x, free, rhs_g, LU, piv, info):
+    """``_solve_free`` with J_F's LU (``_lu_free``: square and regular, the unique
+    solution).  info: [‖J x + (γ if rhs_g)‖ after, rank (m), nan (no condition estimate)]."""
+    m = ci[CI_M]
+    nv = ci[2]
+    nf = free.shape[0]
+    co = offsets(ci[CI_NC], m, nv)
+    oj, og = co[O_J], co[O_G]
+    for i in range(nf):
+        x[free[i]] = 0.0
+    b = cws[co[O_C]:co[O_C] + m]
+    for r in range(m):
+        acc = cws[og + r] if rhs_g else 0.0
+        for k in range(nv):
+            acc += cws[oj + r * nv + k] * x[k]
+        b[r] = -acc
+    lu_solve(LU, m, piv, b, False)
+    for i in range(nf):
+        x[free[i]] = b[i]
+    res = 0.0
+    for r in range(m):
+        acc = cws[og + r] if rhs_g else 0.0
+        for k in range(nv):
+            acc += cws[oj + r * nv + k] * x[k]
+        res += acc * acc
+    info[0] = np.sqrt(res)
+    info[1] = m
+    info[2] = np.nan
+
+
+@njit(**ENTRY)
 def complete_k(md, ws, ci, cf, cws, q, v, x, free, accel, info):
     """The free DOFs of x (in place): ``accel``: x = q̈ with J q̈ + γ = 0 at (q, v); else
     x = q̇ with J q̇ = 0 at q (v unused).  info: [residual, rank, cond of J_F]."""
@@ -96,26 +169,83 @@ def _norm_e(cws, oe, m):
     return np.sqrt(s)
 
 
+NEWTON_STEPS = 8        # state_k: more steps than this is not a sample near the previous one
+
+
 @njit(**JIT)
-def state_k(md, ws, ci, cf, cws, q, q0, v, free, qmap, free_q, tol, max_iter, Jf, keep, info):
+def _masked_rows(ci, ci6, cws, cws6, nv, free, mode):
+    """From the unmasked set's e and J (cws6): e's masked rows into cws's e and, ``mode``
+    1, into cws's J the masked rows of de/dq (Jl⁻¹(−e₆) J₆ for a masked constraint, J's
+    rows for a point; the columns of the ``free`` DOFs only), ``mode`` 2 those of the
+    velocity Jacobian J₆ (every column), ``mode`` 0 no J.  Returns ‖e‖ (masked rows)."""
+    deriv = mode == 1
+    m, m6 = ci[CI_M], ci6[CI_M]
+    co, co6 = offsets(ci[CI_NC], m, nv), offsets(ci6[CI_NC], m6, nv)
+    oe, oj, oe6, oj6 = co[O_E], co[O_J], co6[O_E], co6[O_J]
+    B = cws6[co6[O_K]:co6[O_K] + 36]                # (m6 >= 6 where a constraint is masked)
+    err = 0.0
+    for k in range(ci[CI_NC]):
+        o = CI_HEAD + k * CI_N
+        r, r6 = ci[o + CI_ROW], ci6[o + CI_ROW]
+        if ci[o + CI_KIND] == POINT:
+            for d in range(3):
+                cws[oe + r + d] = cws6[oe6 + r6 + d]
+                if mode:
+                    for c in range(nv):
+                        cws[oj + (r + d) * nv + c] = cws6[oj6 + (r6 + d) * nv + c]
+            continue
+        if deriv:
+            for d in range(6):
+                B[30 + d] = -cws6[oe6 + r6 + d]      # ξ = log6(ᵃMᵦ) = −e₆ (scratch: B's last row)
+            jlog6_inv_into(B, 30, B, 0)              # (reads ξ before it writes row 5)
+        rr = r
+        for d in range(6):
+            if not ci[o + CI_MASK + d]:
+                continue
+            cws[oe + rr] = cws6[oe6 + r6 + d]
+            if deriv:
+                j0 = 0 if d < 3 else 3                # Jl⁻¹'s lower-left block is 0
+                for i in range(free.shape[0]):
+                    c = free[i]
+                    acc = 0.0
+                    for j in range(j0, 6):
+                        acc += B[6 * d + j] * cws6[oj6 + (r6 + j) * nv + c]
+                    cws[oj + rr * nv + c] = acc
+            elif mode:
+                for c in range(nv):
+                    cws[oj + rr * nv + c] = cws6[oj6 + (r6 + d) * nv + c]
+            rr += 1
+    for i in range(m):
+        err += cws[oe + i] * cws[oe + i]
+    return np.sqrt(err)
+
+
+@njit(**ENTRY)
+def state_k(md, ws, ci, cf, cws, ci6, cws6, q, q0, v, free, qmap, free_q, tol, max_iter, want_cond, info):
     """The measured state completed in place: q's free DOFs closed to ‖e‖ <= tol, then
     v's free DOFs from J q̇ = 0 with the J of the closed q.  q0: scratch of len(q).
-    info: [‖e‖, iterations, row of the largest |e|, cond of J_F].  NOT_CLOSED when the
-    loops could not be closed (v untouched).
+    ``ci6``/``cws6``: the unmasked set (ConstraintSet.ci6_k) and its workspace.
+    info: [‖e‖, iterations, row of the largest |e|, cond of J_F (nan unless
+    ``want_cond``)].  NOT_CLOSED when the loops could not be closed (v untouched).
+    Without ``want_cond`` a square, regular J_F is solved by LU (the same solution).
 
-    Quasi-Newton on ``Jf`` (m x nf), the secant estimate of de/dq_F: each step is its
-    minimum-norm least squares, halved until ‖e‖ decreases, then Broyden's rule updates
-    it from the step taken.  Where a mask leaves a rotation free, de/dq is B(θ) J rather
-    than the velocity Jacobian J (doc/constraints.md), so Gauss-Newton on J converges
-    only linearly away from θ = 0; the secant estimate, kept from one sample to the next
-    (``keep[0]`` = 1: Jf holds the last one), converges superlinearly and needs no J per
-    step.  Jf starts from J_F (keep[0] = 0), and again after a sample that took more than
-    4 steps."""
+    Newton on the exact de/dq_F: where a mask leaves a rotation (or a translation) free,
+    de/dq is not the velocity Jacobian J (doc/constraints.md) but the masked rows of
+    Jl⁻¹(log6 ᵃMᵦ) J₆ (J₆: the six weld rows; Jl⁻¹: SE(3)'s inverse left Jacobian), so
+    each step solves those rows (LU where square and regular, else the minimum-norm
+    least squares), halved until ‖e‖ decreases.  Quadratic convergence: from the
+    previous sample's solution about two steps per 1 ms sample of a smooth motion.  A
+    sample that needs more than ``NEWTON_STEPS`` is not a small step from the previous
+    one: NOT_CLOSED with q as given (the caller's Gauss-Newton, ``close_k``, starts
+    there: the assembly a far start reaches is close_loops', not a Newton leap's)."""
     m = ci[CI_M]
     nv = ci[2]
     nf = free.shape[0]
+    m6 = ci6[CI_M]
+    co6 = offsets(ci6[CI_NC], m6, nv)
     if (not _sizes_ok(md, ws, ci, cws, q, v, True) or q0.shape[0] != q.shape[0] or info.shape[0] < 4
-            or qmap.shape[0] != v.shape[0] or Jf.shape[0] != m or Jf.shape[1] != nf or keep.shape[0] < 1):
+            or qmap.shape[0] != v.shape[0] or ci6[CI_NC] != ci[CI_NC] or ci6[2] != nv
+            or cws6.shape[0] < co6[O_END]):
         return BAD_SHAPE
     if not all_finite(q):
         return BAD_Q
@@ -123,30 +253,35 @@ def state_k(md, ws, ci, cf, cws, q, q0, v, free, qmap, free_q, tol, max_iter, Jf
         return BAD_V
     co = offsets(ci[CI_NC], m, nv)
     oe = co[O_E]
-    fresh = keep[0] == 0
-    st = kinematics(md, ws, ci, cf, cws, q, q, False, fresh)
+    q_in = cws6[co6[O_W]:co6[O_W] + q.shape[0]]     # q as given (m6 >= 3: nv * m6 >= nq)
+    for k in range(q.shape[0]):
+        q_in[k] = q[k]
+    st = kinematics(md, ws, ci6, cf, cws6, q, q, False, True)
     if st != OK:
         return st
-    err = _norm_e(cws, oe, m)
-    e0 = cws[co[O_K]:co[O_K] + m]                            # e before a step
-    if fresh:
-        for r in range(m):
-            for i in range(nf):
-                Jf[r, i] = cws[co[O_J] + r * nv + free[i]]
+    err = _masked_rows(ci, ci6, cws, cws6, nv, free, 0)
+    if err > tol and nf > 0:
+        _masked_rows(ci, ci6, cws, cws6, nv, free, 1)
     it = 0
     sol = info[1:4]             # (scratch until the end)
     dx = cws[co[O_Y]:co[O_Y] + nv]
     A = cws[co[O_B]:co[O_B] + m * nf].reshape((m, nf))
     rhs = cws[co[O_C]:co[O_C] + m]
-    while err > tol and it < max_iter and nf > 0:
+    LU = cws[co[O_K2]:co[O_K2] + m * m].reshape((m, m))
+    piv = cws[co[O_R]:co[O_R] + m]
+    while err > tol and it < min(max_iter, NEWTON_STEPS) and nf > 0:
         it += 1
-        for r in range(m):
-            e0[r] = cws[oe + r]
-            rhs[r] = -e0[r]
-            for i in range(nf):
-                A[r, i] = Jf[r, i]
-        lstsq_min_norm(A, m, nf, rhs, dx, cws[co[O_COD]:co[O_COD] + 3 * nf], RANK_TOL,
-                       cws[co[O_COD] + 3 * nf:co[O_COD] + 3 * nf + 4])
+        if _lu_free(ci, cws, free, LU, piv):        # square and regular: LU
+            for r in range(m):
+                dx[r] = -cws[oe + r]
+            lu_solve(LU, m, piv, dx, False)
+        else:
+            for r in range(m):
+                rhs[r] = -cws[oe + r]
+                for i in range(nf):
+                    A[r, i] = cws[co[O_J] + r * nv + free[i]]
+            lstsq_min_norm(A, m, nf, rhs, dx, cws[co[O_COD]:co[O_COD] + 3 * nf], RANK_TOL,
+                           cws[co[O_COD] + 3 * nf:co[O_COD] + 3 * nf + 4])
         for k in range(q.shape[0]):
             q0[k] = q[k]
         step = 1.0
@@ -154,10 +289,10 @@ def state_k(md, ws, ci, cf, cws, q, q0, v, free, qmap, free_q, tol, max_iter, Jf
         e1 = err
         for _ in range(40):
             _step(q, q0, dx, free, qmap, free_q, step)
-            st = kinematics(md, ws, ci, cf, cws, q, q, False, False)
+            st = kinematics(md, ws, ci6, cf, cws6, q, q, False, True)
             if st != OK:
                 return st
-            e1 = _norm_e(cws, oe, m)
+            e1 = _masked_rows(ci, ci6, cws, cws6, nv, free, 0)
             if e1 < err:
                 better = True
                 break
@@ -165,20 +300,12 @@ def state_k(md, ws, ci, cf, cws, q, q0, v, free, qmap, free_q, tol, max_iter, Jf
         if not better:
             for k in range(q.shape[0]):
                 q[k] = q0[k]
-            kinematics(md, ws, ci, cf, cws, q, q, False, False)
+            kinematics(md, ws, ci6, cf, cws6, q, q, False, True)
+            _masked_rows(ci, ci6, cws, cws6, nv, free, 0)
             break
-        ss = 0.0                                     # Broyden: Jf += (y - Jf s) sᵀ / sᵀs
-        for i in range(nf):
-            ss += (step * dx[i]) ** 2
-        if ss > 0.0:
-            for r in range(m):
-                acc = cws[oe + r] - e0[r]
-                for i in range(nf):
-                    acc -= Jf[r, i] * step * dx[i]
-                acc /= ss
-                for i in range(nf):
-                    Jf[r, i] += acc * step * dx[i]
         err = e1
+        if err > tol:                                # another step: de/dq at the accepted q
+            _masked_rows(ci, ci6, cws, cws6, nv, free, 1)
     big = 0.0
     row = 0
     for r in range(m):
@@ -186,17 +313,17 @@ def state_k(md, ws, ci, cf, cws, q, q0, v, free, qmap, free_q, tol, max_iter, Jf
             big = abs(cws[oe + r])
             row = r
     if err > tol:
-        keep[0] = 0
+        for k in range(q.shape[0]):
+            q[k] = q_in[k]
         info[0] = err
         info[1] = it
         info[2] = row
         return NOT_CLOSED
-    keep[0] = 1 if it <= 4 else 0
-    if it > 0 or not fresh:                          # J at the closed q, for the velocities
-        st = kinematics(md, ws, ci, cf, cws, q, q, False, True)
-        if st != OK:
-            return st
-    _solve_free(ci, cws, v, free, False, sol)
+    _masked_rows(ci, ci6, cws, cws6, nv, free, 2)          # the velocity Jacobian at the closed q
+    if want_cond or not _lu_free(ci, cws, free, LU, piv):
+        _solve_free(ci, cws, v, free, False, sol)
+    else:
+        _solve_free_lu(ci, cws, v, free, False, LU, piv, sol)
     cond = sol[2]
     info[0] = err
     info[1] = it
@@ -242,8 +369,6 @@ class LoopCompletion:
         self.free, self._qmap, self._ffs = _free(model, fixed)
         self._q0 = np.empty(model.nq)
         self._info = np.zeros(4)
-        self._jf = np.zeros((self.m, len(self.free)))   # state's secant estimate of de/dq_F (state_k)
-        self._keep = np.zeros(1, dtype=np.int64)
         self.cond = np.nan
         self.error = np.nan
         self.iterations = 0
@@ -270,18 +395,28 @@ class LoopCompletion:
             check(st, "v", args=(("q", q),))
         return info[0]
 
-    def state(self, q, v) -> float:
+    def state(self, q, v, cond=True) -> float:
         """``positions`` then ``velocities`` in one call, for a sample near the previous
-        one (what a control loop calls per measured sample): quasi-Newton steps on a
-        secant estimate of de/dq kept from the previous call (``state_k``), stopping at
-        ‖e‖ <= tol; when that does not close the loops, ``positions`` (Gauss-Newton, J at
-        every step) tries from where it stopped.  Returns the free block's condition
-        estimate (also ``cond``); LoopsNotClosed as ``positions`` (v untouched then)."""
+        one (what a control loop calls per measured sample): Newton steps on the exact
+        de/dq (``state_k``), stopping at ‖e‖ <= tol; when that takes more than
+        ``NEWTON_STEPS``, ``positions`` (Gauss-Newton, J at every step) tries from the
+        q given.  Returns the free block's condition
+        estimate (also ``cond``); with ``cond=False`` none is made (nan returned, unless
+        the fallback ran) and a square, regular J_F is solved by LU instead of the pivoted
+        QR (the same velocities, cheaper).  LoopsNotClosed as ``positions`` (v untouched
+        then)."""
         model, cs, info = self.model, self._cs, self._info
-        q = self._arr(q, model.nq, "q", True)
-        v = self._arr(v, model.nv, "v", True)
-        st = state_k(model.md_k, model.workspace(), cs.ci_k, cs.cf_k, cs.workspace(), q, self._q0, v, self.free,
-                     self._qmap, self._ffs, self.tol, self.max_iter, self._jf, self._keep, info)
+        want = True if cond else False
+        try:        # plain arrays straight to the kernel (its guard: anything else is NotPlain)
+            st = state_k(model.md_k, model._tls.ws, cs.ci_k, cs.cf_k, cs._tls.cws, cs.ci6_k, cs._tls.cws6, q,
+                         self._q0, v, self.free, self._qmap, self._ffs, self.tol, self.max_iter, want, info)
+        except (AttributeError, TypeError):     # this thread's first call, or not plain: checked
+            st = BAD_SHAPE
+        if st == BAD_SHAPE:
+            q = self._arr(q, model.nq, "q", True)
+            v = self._arr(v, model.nv, "v", True)
+            st = state_k(model.md_k, model.workspace(), cs.ci_k, cs.cf_k, cs.workspace(), cs.ci6_k, cs.workspace6(),
+                         q, self._q0, v, self.free, self._qmap, self._ffs, self.tol, self.max_iter, want, info)
         self.error, self.iterations = info[0], int(info[1])
         if st == NOT_CLOSED:            # far from the previous sample: Gauss-Newton from here
             self.positions(q)
@@ -360,6 +495,44 @@ def _forces(ci, cws, f, passive, active, lam, tau):
 
 
 @njit(**JIT)
+def _same(x, y):
+    if x.shape[0] != y.shape[0]:
+        return False
+    for i in range(x.shape[0]):
+        if x[i] != y[i]:
+            return False
+    return True
+
+
+@njit(**JIT)
+def _forces_lu(ci, cws, f, passive, active, lam, tau, LU, piv):
+    """``_forces`` with the LU of J_P (square, regular: ``_lu_free`` of the passive DOFs):
+    λ from J_Pᵀ λ = f_P, τ as there.  Returns the residual ‖J_Pᵀ λ − f_P‖."""
+    m = ci[CI_M]
+    nv = ci[2]
+    oj = offsets(ci[CI_NC], m, nv)[O_J]
+    for i in range(m):
+        lam[i] = f[passive[i]]
+    lu_solve(LU, m, piv, lam, True)
+    res = 0.0
+    for i in range(m):
+        p = passive[i]
+        acc = -f[p]
+        for r in range(m):
+            acc += cws[oj + r * nv + p] * lam[r]
+        res += acc * acc
+    for k in range(nv):
+        tau[k] = 0.0
+    for i in range(active.shape[0]):
+        p = active[i]
+        acc = f[p]
+        for r in range(m):
+            acc -= cws[oj + r * nv + p] * lam[r]
+        tau[p] = acc
+    return np.sqrt(res)
+
+
+@njit(**ENTRY)
 def compensation_k(md, ws, ci, cf, cws, q, v, free, passive, active, out_v, want_b, want_h, g, b, h, lam, tau, a,
                    f, info):
     """The actuator torques of a closed-loop mechanism at the closed state (q, v), in
@@ -402,13 +575,23 @@ def compensation_k(md, ws, ci, cf, cws, q, v, free, passive, active, out_v, want
         co = offsets(ci[CI_NC], m, nv)
         o3 = co[O_COD] + 3 * (nv + m) + 4        # (past the scratch of both solves)
         s3 = cws[o3:o3 + 4]
-        _solve_free(ci, cws, a, free, True, s3)
+        # a square, regular J_F: one LU for the accelerations and (J_P = J_F) b's forces
+        LU = cws[co[O_K]:co[O_K] + m * m].reshape((m, m))
+        piv = cws[co[O_K2]:co[O_K2] + m]
+        square = _lu_free(ci, cws, free, LU, piv)
+        if square:
+            _solve_free_lu(ci, cws, a, free, True, LU, piv, s3)
+        else:
+            _solve_free(ci, cws, a, free, True, s3)
         info[3] = s3[0]
         st = rnea_into(md, ws, q, v, a, fe, False, bool(1), bool(1), f)
         if st != OK:
             return st
-        sol = _forces(ci, cws, f, passive, active, lam, tau)
-        info[2] = sol[0]
+        if square and _same(free, passive):
+            info[2] = _forces_lu(ci, cws, f, passive, active, lam, tau, LU, piv)
+        else:
+            sol = _forces(ci, cws, f, passive, active, lam, tau)
+            info[2] = sol[0]
         for k in range(out_v.shape[0]):
             b[k] = tau[out_v[k]]
     if want_h:
@@ -466,3 +649,10 @@ class LoopCompensation:
             check(st, "v", args=(("q", q), ("v", v)))
         self.cond = info[0]
         return info[0]
+
+
+_A8, _I8 = nbt.Array(nbt.float64, 1, "C"), nbt.Array(nbt.int64, 1, "C")
+# LoopCompletion.state hands its arguments straight to state_k: it compiles for these types
+# only (anything else raises NotPlain, a TypeError, and state takes its checked path)
+plain_arguments_only(state_k, (_A8, _A8, _I8, _A8, _A8, _I8, _A8, _A8, _A8, _A8, _I8, _I8,
+                               nbt.Array(nbt.int64, 2, "C"), nbt.float64, nbt.int64, nbt.boolean, _A8))

@@ -37,6 +37,7 @@ from .kinematics import kinematics
 from .layout import (
     CI_M,
     CI_NC,
+    ENTRY,
     O_B,
     O_C,
     O_COD,
@@ -56,6 +57,8 @@ from .layout import (
 )
 from .solve import cholesky, cholesky_solve, l_sweep, lstsq_min_norm, lt_sweep
 
+BAD_GAINS = 101         # kp, kd or ε not a number in [0, MAX_GAIN] (the fast path's check)
+MAX_GAIN = 1e12
 CHOL_TOL = 1e-12        # K's pivots below this times its largest diagonal: rank-deficient
 RANK_TOL = 1e-12        # least squares: |R_kk| <= RANK_TOL |R_00| counts as rank lost
 
@@ -69,7 +72,7 @@ def _sizes_ok(md, ws, ci, cws, q, v, use_v):
             and cws.shape[0] >= co[O_END] and ci[2] == mi[H_NV])
 
 
-@njit(**JIT)
+@njit(**ENTRY)
 def kinematics_k(md, ws, ci, cf, cws, q, v, use_v, want_j, e, J, gamma, jv):
     """Public entry of the constraint kinematics: e (m), J (m x nv) if ``want_j``, γ and
     J q̇ (m) if ``use_v``, copied out of the workspace."""
@@ -103,16 +106,19 @@ def kinematics_k(md, ws, ci, cf, cws, q, v, use_v, want_j, e, J, gamma, jv):
     return OK
 
 
-@njit(**JIT)
+@njit(**ENTRY)
 def cfd_into(md, ws, ci, cf, cws, q, v, tau, kp, kd, eps, qdd, lam, info):
     """Constrained forward dynamics (module docstring) into ``qdd`` (nv) and ``lam`` (m).
-    info[0] = 1 if K was rank-deficient (λ the minimum-norm one), info[1] = K's rank."""
+    info[0] = 1 if K was rank-deficient (λ the minimum-norm one), info[1] = K's rank.
+    BAD_GAINS (nothing read) unless kp, kd and eps are in [0, MAX_GAIN]."""
     mi = md.view(np.int64)
     nv = mi[H_NV]
     m = ci[CI_M]
     if (not _sizes_ok(md, ws, ci, cws, q, v, True) or tau.shape[0] != nv or qdd.shape[0] != nv
             or lam.shape[0] != m or info.shape[0] < 3):
         return BAD_SHAPE
+    if not (0.0 <= kp <= MAX_GAIN and 0.0 <= kd <= MAX_GAIN and 0.0 <= eps <= MAX_GAIN):
+        return BAD_GAINS
     if not all_finite(q):
         return BAD_Q
     if not all_finite(v):
@@ -189,7 +195,7 @@ def cfd_into(md, ws, ci, cf, cws, q, v, tau, kp, kd, eps, qdd, lam, info):
     return OK
 
 
-@njit(**JIT)
+@njit(**ENTRY)
 def cid_into(md, ws, ci, cf, cws, q, v, a, passive, active, scale, tau, lam, info):
     """Constrained inverse dynamics (module docstring) into ``tau`` (nv; 0 on the passive
     DOFs) and ``lam`` (m).  info: [‖Sᵀτ + Jᵀλ − (M a + b)‖, ‖J a + γ‖, rank of J_Pᵀ,

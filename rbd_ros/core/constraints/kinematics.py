@@ -148,6 +148,71 @@ def log6_into(R, p0, p1, p2, out, oo):
     out[oo + 5] = w2
 
 
+@njit(**INLINE)
+def _jl3_inv(p0, p1, p2, c, x0, x1, x2):
+    """Jl⁻¹(φ) x = x − ½ φ × x + c φ × (φ × x), the inverse left Jacobian of SO(3)."""
+    a0, a1, a2 = cross(p0, p1, p2, x0, x1, x2)
+    b0, b1, b2 = cross(p0, p1, p2, a0, a1, a2)
+    return x0 - 0.5 * a0 + c * b0, x1 - 0.5 * a1 + c * b1, x2 - 0.5 * a2 + c * b2
+
+
+@njit(**JIT)
+def _q_apply(p0, p1, p2, r0, r1, r2, c1, c2, c3, x0, x1, x2):
+    """Q(ρ, φ) x, the off-diagonal block of SE(3)'s left Jacobian (Barfoot's Q): with
+    [a]× b = a × b, Q = ½ρ× + c1 (φ×ρ× + ρ×φ× + φ×ρ×φ×) + c2 (φ×φ×ρ× + ρ×φ×φ× − 3 φ×ρ×φ×)
+    + c3 (φ×ρ×φ×φ× + φ×φ×ρ×φ×)."""
+    rx = cross(r0, r1, r2, x0, x1, x2)                  # ρ×x
+    px = cross(p0, p1, p2, x0, x1, x2)                  # φ×x
+    prx = cross(p0, p1, p2, rx[0], rx[1], rx[2])        # φ×ρ×x
+    rpx = cross(r0, r1, r2, px[0], px[1], px[2])        # ρ×φ×x
+    prpx = cross(p0, p1, p2, rpx[0], rpx[1], rpx[2])    # φ×ρ×φ×x
+    pprx = cross(p0, p1, p2, prx[0], prx[1], prx[2])    # φ×φ×ρ×x
+    ppx = cross(p0, p1, p2, px[0], px[1], px[2])        # φ×φ×x
+    rppx = cross(r0, r1, r2, ppx[0], ppx[1], ppx[2])    # ρ×φ×φ×x
+    prppx = cross(p0, p1, p2, rppx[0], rppx[1], rppx[2])    # φ×ρ×φ×φ×x
+    pprpx = cross(p0, p1, p2, prpx[0], prpx[1], prpx[2])    # φ×φ×ρ×φ×x
+    out0 = (0.5 * rx[0] + c1 * (prx[0] + rpx[0] + prpx[0]) + c2 * (pprx[0] + rppx[0] - 3.0 * prpx[0])
+            + c3 * (prppx[0] + pprpx[0]))
+    out1 = (0.5 * rx[1] + c1 * (prx[1] + rpx[1] + prpx[1]) + c2 * (pprx[1] + rppx[1] - 3.0 * prpx[1])
+            + c3 * (prppx[1] + pprpx[1]))
+    out2 = (0.5 * rx[2] + c1 * (prx[2] + rpx[2] + prpx[2]) + c2 * (pprx[2] + rppx[2] - 3.0 * prpx[2])
+            + c3 * (prppx[2] + pprpx[2]))
+    return out0, out1, out2
+
+
+@njit(**JIT)
+def jlog6_inv_into(xi, o, B, ob):
+    """B[ob:ob+36] (6 x 6, row-major) = Jl⁻¹(ξ) for ξ = xi[o:o+6] = [ρ; φ], the inverse left
+    Jacobian of SE(3): d/dt log6(M) = Jl⁻¹(log6 M) ν for the spatial twist ν (Ṁ = ν^ M).
+    Jl⁻¹ = [[Jl₃⁻¹, −Jl₃⁻¹ Q Jl₃⁻¹], [0, Jl₃⁻¹]] (Barfoot, State Estimation for Robotics
+    §7.1.5), series below θ = |φ| = 1e-2; singular at θ = π as log6 itself."""
+    r0, r1, r2 = xi[o], xi[o + 1], xi[o + 2]
+    p0, p1, p2 = xi[o + 3], xi[o + 4], xi[o + 5]
+    t2 = p0 * p0 + p1 * p1 + p2 * p2
+    th = np.sqrt(t2)
+    if th < 1e-2:
+        c = 1.0 / 12.0 + t2 / 720.0 + t2 * t2 / 30240.0
+        c1 = 1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0
+        c2 = 1.0 / 24.0 - t2 / 720.0 + t2 * t2 / 40320.0
+        c3 = 1.0 / 120.0 - t2 / 2520.0 + t2 * t2 / 120960.0
+    else:
+        sn, cs = np.sin(th), np.cos(th)
+        c = 1.0 / t2 - (1.0 + cs) / (2.0 * th * sn)
+        c1 = (th - sn) / (t2 * th)
+        c2 = (0.5 * t2 + cs - 1.0) / (t2 * t2)
+        c3 = (2.0 * th - 3.0 * sn + th * cs) / (2.0 * t2 * t2 * th)
+    for j in range(3):
+        x0, x1, x2 = (1.0 if j == 0 else 0.0), (1.0 if j == 1 else 0.0), (1.0 if j == 2 else 0.0)
+        y0, y1, y2 = _jl3_inv(p0, p1, p2, c, x0, x1, x2)         # column j: [Jl₃⁻¹ e_j; 0]
+        B[ob + j], B[ob + 6 + j], B[ob + 12 + j] = y0, y1, y2
+        B[ob + 18 + j], B[ob + 24 + j], B[ob + 30 + j] = 0.0, 0.0, 0.0
+        # column 3 + j: [−Jl₃⁻¹ Q Jl₃⁻¹ e_j; Jl₃⁻¹ e_j]
+        B[ob + 21 + j], B[ob + 27 + j], B[ob + 33 + j] = y0, y1, y2
+        z0, z1, z2 = _q_apply(p0, p1, p2, r0, r1, r2, c1, c2, c3, y0, y1, y2)
+        w0, w1, w2 = _jl3_inv(p0, p1, p2, c, z0, z1, z2)
+        B[ob + 3 + j], B[ob + 9 + j], B[ob + 15 + j] = -w0, -w1, -w2
+
+
 @njit(**JIT)
 def _frames(md, mi, ws, oR, oW, ci, cf, cws, ofr, use_v):
     """Each constraint's frames in the world (and its bodies' motion) into the FR region."""

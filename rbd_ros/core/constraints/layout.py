@@ -17,7 +17,11 @@ whose offsets :func:`offsets` gives (index with the ``O_*`` constants).
 """
 from numba import njit
 
-from ..algorithms.spatial import INLINE
+from ..algorithms.spatial import INLINE, JIT
+
+# the options of a kernel Python calls once per state: numba's wrapper of a nogil kernel
+# releases and retakes the GIL on every call (bench/RESULTS.md, issue 24's speed bars)
+ENTRY = dict(JIT, nogil=False)
 
 # ci header
 CI_NC, CI_M, CI_NV, CI_NBK = 0, 1, 2, 3

@@ -16,7 +16,24 @@ import numpy as np
 
 from ..model.checks import real_array
 from ..model.constraint import Constraint, as_tuple, check_links
-from .layout import CF_N, CF_PA, CF_PB, CF_RA, CF_RB, CI_HEAD, CI_N, MASKED, O_END, POINT, offsets
+from .layout import (
+    CF_N,
+    CF_PA,
+    CF_PB,
+    CF_RA,
+    CF_RB,
+    CI_DIM,
+    CI_HEAD,
+    CI_KIND,
+    CI_M,
+    CI_MASK,
+    CI_N,
+    CI_ROW,
+    MASKED,
+    O_END,
+    POINT,
+    offsets,
+)
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()       # model -> {constraints tuple: ConstraintSet}
 _CACHE_LOCK = threading.Lock()
@@ -73,6 +90,20 @@ class ConstraintSet:
         self._tls = threading.local()
         self._actuation = {}
         self._friction = {}         # friction argument -> contacts.FrictionSpec
+        # the same constraints unmasked: each masked one's six weld rows (a point keeps its
+        # three), for the exact de/dq of the masked rows (completion.state_k)
+        ci6 = np.array(ci)
+        r6 = 0
+        for k in range(nc):
+            o = CI_HEAD + CI_N * k
+            ci6[o + CI_ROW] = r6
+            if ci6[o + CI_KIND] == MASKED:
+                ci6[o + CI_DIM] = 6
+                ci6[o + CI_MASK:o + CI_MASK + 6] = 1
+            r6 += ci6[o + CI_DIM]
+        ci6[CI_M] = r6
+        self.ci6_k = ci6
+        self.size6 = int(offsets(nc, r6, model.nv)[O_END])
 
     def workspace(self):
         """This thread's workspace (created on first use)."""
@@ -81,6 +112,15 @@ class ConstraintSet:
         except AttributeError:
             cws = np.zeros(self.size)
             self._tls.cws = cws
+            return cws
+
+    def workspace6(self):
+        """This thread's workspace of the unmasked set (``ci6_k``; created on first use)."""
+        try:
+            return self._tls.cws6
+        except AttributeError:
+            cws = np.zeros(self.size6)
+            self._tls.cws6 = cws
             return cws
 
     def info_buffer(self):

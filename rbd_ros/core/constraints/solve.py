@@ -11,6 +11,10 @@
   Exactly determined and full rank: the unique solution; over-determined: least
   squares (residual ‖(Qᵀb)[r:]‖); under-determined or rank-deficient: the solution
   of least norm among the least-squares ones.
+* ``lu_factor`` / ``lu_solve``: A = P L U with partial pivoting for a square A, the
+  fast path of a square system where it is regular: False when a pivot is below
+  ``LU_TOL`` times A's largest entry (nearly singular), and the caller then takes
+  ``lstsq_min_norm``; ``lu_solve`` solves A x = b or Aᵀ x = b with one factorisation.
 * ``lt_sweep`` / ``l_sweep``: the two triangular halves of ``algorithms/ltdl``'s
   LᵀDL solve (H = Lᵀ D L with branch-induced sparsity), used separately.
 """
@@ -166,6 +170,80 @@ def lstsq_min_norm(A, nr, nc, b, x, work, tol, info):
         u0s[j] = x[j]
     for j in range(nc):
         x[int(perm[j])] = u0s[j]
+
+
+LU_TOL = 1e-8     # a pivot below this times max |A_ij|: not the fast path's (cond ~1e8 and up)
+
+
+@njit(**JIT)
+def lu_factor(A, n, piv, tol):
+    """A[:n, :n] = P L U in place (L unit lower, U upper), partial pivoting; piv[k] (float)
+    the row swapped with row k at step k.  False, part-way, if a pivot is <= tol times
+    the largest |A_ij| (then A is destroyed and nothing is solved)."""
+    big = 0.0
+    for i in range(n):
+        for j in range(n):
+            big = max(big, abs(A[i, j]))
+    if not big > 0.0:
+        return False
+    lim = tol * big
+    for k in range(n):
+        p = k
+        best = abs(A[k, k])
+        for i in range(k + 1, n):
+            if abs(A[i, k]) > best:
+                best = abs(A[i, k])
+                p = i
+        if not best > lim:
+            return False
+        piv[k] = p
+        if p != k:
+            for j in range(n):
+                A[k, j], A[p, j] = A[p, j], A[k, j]
+        d = 1.0 / A[k, k]
+        for i in range(k + 1, n):
+            f = A[i, k] * d
+            A[i, k] = f
+            if f != 0.0:
+                for j in range(k + 1, n):
+                    A[i, j] -= f * A[k, j]
+    return True
+
+
+@njit(**JIT)
+def lu_solve(LU, n, piv, b, transpose):
+    """Solve A x = b (or Aᵀ x = b if ``transpose``) in place in b, A = P L U from ``lu_factor``."""
+    if not transpose:
+        for k in range(n):
+            p = int(piv[k])
+            if p != k:
+                b[k], b[p] = b[p], b[k]
+        for i in range(n):
+            s = b[i]
+            for k in range(i):
+                s -= LU[i, k] * b[k]
+            b[i] = s
+        for i in range(n - 1, -1, -1):
+            s = b[i]
+            for k in range(i + 1, n):
+                s -= LU[i, k] * b[k]
+            b[i] = s / LU[i, i]
+        return
+    # Aᵀ = Uᵀ Lᵀ Pᵀ: Uᵀ y = b, Lᵀ z = y, x = P z
+    for i in range(n):
+        s = b[i]
+        for k in range(i):
+            s -= LU[k, i] * b[k]
+        b[i] = s / LU[i, i]
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for k in range(i + 1, n):
+            s -= LU[k, i] * b[k]
+        b[i] = s
+    for k in range(n - 1, -1, -1):
+        p = int(piv[k])
+        if p != k:
+            b[k], b[p] = b[p], b[k]
 
 
 @njit(**JIT)
