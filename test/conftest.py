@@ -1,12 +1,40 @@
 import atexit
+import fcntl
 import os
 import shutil
 import tempfile
 
+DOMAIN_IDS = range(1, 101)      # ROS_DOMAIN_ID 1..100: below the Linux ephemeral ports (<= 101)
+
+
+def claim_domain_id(prefer: int) -> int:
+    """A ROS_DOMAIN_ID in DOMAIN_IDS that no other pytest process on this machine holds,
+    trying ``prefer`` first: an exclusive flock on ``<tmp>/rbd_ros_test_domain_<id>.lock``,
+    held until this process exits (the kernel releases it, even after a crash; the file
+    descriptor is not inherited by the node subprocesses).  All taken: ``prefer``."""
+    ids = list(DOMAIN_IDS)
+    k0 = ids.index(prefer) if prefer in ids else 0
+    for d in ids[k0:] + ids[:k0]:
+        f = open(os.path.join(tempfile.gettempdir(), f"rbd_ros_test_domain_{d}.lock"), "a")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            f.close()
+            continue
+        _DOMAIN_LOCKS.append(f)
+        return d
+    return prefer
+
+
+_DOMAIN_LOCKS: list = []
+
 # Real DDS, isolated per test process: localhost discovery and a domain id of our own,
-# set before rclpy is imported anywhere (subprocess nodes inherit them).
+# set before rclpy is imported anywhere (subprocess nodes inherit them).  A pytest-xdist
+# worker (scripts/test.sh runs two) inherits the controller's environment, so it claims a
+# domain of its own; otherwise RBD_TEST_DOMAIN_ID, if set, is used as given.
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-os.environ.setdefault("RBD_TEST_DOMAIN_ID", str(1 + os.getpid() % 100))
+if "PYTEST_XDIST_WORKER" in os.environ or "RBD_TEST_DOMAIN_ID" not in os.environ:
+    os.environ["RBD_TEST_DOMAIN_ID"] = str(claim_domain_id(1 + os.getpid() % 100))
 os.environ["ROS_DOMAIN_ID"] = os.environ["RBD_TEST_DOMAIN_ID"]
 os.environ.pop("ROS_LOCALHOST_ONLY", None)
 # rcl's log files (one per node process) go to a directory of this run, removed at exit
