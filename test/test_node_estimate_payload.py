@@ -18,7 +18,6 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from rclpy.qos import qos_profile_sensor_data
 from ros_harness import (
     ARM_JOINTS,
     PERM,
@@ -65,23 +64,73 @@ def excitation(t):
             -AMP * (0.7 * w1 ** 2 * s1 + 0.3 * w2 ** 2 * s2))
 
 
-def stream(pub, q, v, tau, t0=T0, rate=RATE):
-    """Publish one JointState per row (names permuted, header stamp t0 + k / rate) at
-    ``rate`` Hz from this thread, sleeping to deadlines; after a stall of this process it
-    does not catch up (a burst would overflow the node's best-effort queue): the stream
-    then takes longer, the stamps stay the samples' times.  Returns when done."""
-    period = 1.0 / rate
-    t_next = time.monotonic()
-    for k in range(q.shape[0]):
-        msg = JointState()
-        ts = t0 + k * period
-        msg.header.stamp.sec = int(math.floor(ts))
-        msg.header.stamp.nanosec = int(round((ts - math.floor(ts)) * 1e9)) % 1_000_000_000
-        msg.name = PERM_NAMES
-        msg.position, msg.velocity, msg.effort = q[k, PERM].tolist(), v[k, PERM].tolist(), tau[k, PERM].tolist()
-        pub.publish(msg)
-        t_next = max(t_next + period, time.monotonic())
-        time.sleep(max(0.0, t_next - time.monotonic()))
+class Stream:
+    """Joint states (names permuted) from a thread at up to ``rate`` Hz, sleeping to
+    deadlines (after a stall of this process it does not catch up), until close(): the
+    samples of ``play(fn)``'s ``fn(t) -> (q, v, tau)`` ((n, 7) each for the times t) at
+    t = 0, 1/rate, 2/rate, ... from the call on, header stamps T0 + k / rate over all of
+    them (increasing: the node's estimate takes its time base from them).  At most
+    WINDOW samples are unanswered at a time: the next goes out once the node's output for
+    the one WINDOW before has arrived (reliable QoS both ways, the node's queue of 10 never
+    overflows), so a loaded machine slows the stream down and loses nothing.  ``answered``
+    counts the samples of the current ``fn`` answered."""
+
+    WINDOW = 8
+    CHUNK = 500
+
+    def __init__(self, pub, rec, rate=RATE):
+        self.pub, self.rec, self.period = pub, rec, 1.0 / rate
+        self.lock = threading.Lock()
+        self.fn, self.k, self.answered, self._new = None, 0, 0, False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def play(self, fn):
+        with self.lock:
+            self.fn, self.answered = fn, 0
+            self._new = True
+
+    def wait_answered(self, n, timeout=300.0) -> bool:
+        return bool(wait_for(lambda: self.answered >= n, timeout=timeout, period=0.05))
+
+    def close(self):
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self):
+        t_next = time.monotonic()
+        pending = []                       # (stamp, index in the recorder to search from)
+        fn, j, rows = None, 0, None
+        while not self._stop.is_set():
+            with self.lock:
+                if self._new:
+                    fn, self._new, j, rows = self.fn, False, 0, None
+                    pending.clear()
+            if fn is None:
+                time.sleep(0.01)
+                continue
+            if rows is None or j % self.CHUNK == 0:
+                rows = fn((j + np.arange(self.CHUNK)) * self.period)
+            if len(pending) >= self.WINDOW:
+                stamp, start = pending.pop(0)
+                if self.rec.wait_stamp(stamp, 5.0, start) is not None:
+                    with self.lock:
+                        if self.fn is fn:
+                            self.answered += 1
+            q, v, tau = (x[j % self.CHUNK] for x in rows)
+            msg = JointState()
+            ts = T0 + self.k * self.period
+            msg.header.stamp.sec = int(math.floor(ts))
+            msg.header.stamp.nanosec = int(round((ts - math.floor(ts)) * 1e9)) % 1_000_000_000
+            msg.name = PERM_NAMES
+            msg.position, msg.velocity, msg.effort = q[PERM].tolist(), v[PERM].tolist(), tau[PERM].tolist()
+            pending.append((msg.header.stamp, self.rec.count()))
+            self.pub.publish(msg)
+            self.k += 1
+            j += 1
+            t_next = max(t_next + self.period, time.monotonic())
+            time.sleep(max(0.0, t_next - time.monotonic()))
 
 
 def ask(client, node, link=LINK, seconds=ASK_S, apply=False):
@@ -102,7 +151,8 @@ def models(arm_model):
 
 @pytest.fixture(scope="module")
 def node(client):
-    n = NodeProcess(unique_ns("est"), {"urdf_file": "rbd_arm7", "max_state_age": 5.0, "service_process": False})
+    n = NodeProcess(unique_ns("est"), {"urdf_file": "rbd_arm7", "max_state_age": 5.0, "service_process": False,
+                                       "joint_states_reliable": True})
     yield n
     assert n.alive(), n.log()
     n.stop()
@@ -110,9 +160,16 @@ def node(client):
 
 @pytest.fixture(scope="module")
 def io(client, node):
-    pub = client.publisher(JointState, f"/{node.ns}/joint_states", qos_profile_sensor_data)
+    pub = client.publisher(JointState, f"/{node.ns}/joint_states")       # reliable (QOS_RELIABLE)
     rec = client.record(JointState, node.topic("gravity_torques_state"))
     return pub, rec
+
+
+@pytest.fixture(scope="module")
+def streamer(io):
+    s = Stream(*io)
+    yield s
+    s.close()
 
 
 def gravity_answer(io, q):
@@ -151,21 +208,26 @@ def test_joint_states_without_efforts_give_a_clear_error(client, node, io, model
 
 
 @pytest.fixture(scope="module")
-def excited(client, node, io, models):
-    """Stream STREAM_S s of the excitation with the true model's efforts (+ noise), then ask (apply
-    false) at once: (response, monotonic time of the answer)."""
+def excited(client, node, streamer, models):
+    """The excitation with the true model's efforts (+ noise) streamed from here on (until
+    another test plays something else), STREAM_S s of it answered, then an ask (apply
+    false): the response.  The stream goes on during the asks, so that whenever a test asks
+    (however long the machine makes it wait) its window holds the excitation."""
     _, true = models
-    t = np.arange(int(STREAM_S * RATE)) / RATE
-    q, v, a = excitation(t)
-    tau = rbd.rnea(true, q, v, a) + NOISE * np.random.default_rng(19).standard_normal(q.shape)
-    stream(io[0], q, v, tau)
-    r = ask(client, node)
-    return r, time.monotonic()
+    noise = np.random.default_rng(19)
+
+    def samples(t):
+        q, v, a = excitation(t)
+        return q, v, rbd.rnea(true, q, v, a) + NOISE * noise.standard_normal(q.shape)
+
+    streamer.play(samples)
+    assert streamer.wait_answered(int(STREAM_S * RATE)), "the node does not answer the stream"
+    return ask(client, node)
 
 
 def test_the_payload_is_estimated_from_the_recent_joint_states(client, node, io, models, excited):
     nominal, _ = models
-    r, _ = excited
+    r = excited
     assert r.success, r.message
     dm, dc = payload_error(r)
     assert dm <= 0.02 and dc <= 3e-3, (r.payload, r.message)
@@ -200,12 +262,18 @@ def test_apply_makes_the_gravity_torques_the_true_models(client, node, io, model
     assert dm <= 0.02 and dc <= 3e-3, (r2.payload, r2.message)
 
 
-def test_a_robot_at_rest_is_too_little_excitation(client, node, io, models):
+def test_a_robot_at_rest_is_too_little_excitation(client, node, streamer, models):
     _, true = models
-    n = int(2.0 * RATE)
-    q = np.tile(Q0, (n, 1))
-    z = np.zeros_like(q)
-    stream(io[0], q, z, rbd.rnea(true, q, z, z), t0=T0 + 100.0)
+    g = rbd.gravity(true, Q0)
+
+    def at_rest(t):
+        q = np.tile(Q0, (len(t), 1))
+        return q, np.zeros_like(q), np.tile(g, (len(t), 1))
+
+    # 2 s of samples at rest answered (at <= RATE, so they took >= 2 s): the last 1.5 s
+    # the node received (this ask's window, the stream going on) are at rest only
+    streamer.play(at_rest)
+    assert streamer.wait_answered(int(2.0 * RATE)), "the node does not answer the stream"
     r = ask(client, node, seconds=1.5)
     assert not r.success and not r.applied
     assert "too little excitation" in r.message and "condition number" in r.message, r.message
