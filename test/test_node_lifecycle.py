@@ -89,19 +89,13 @@ def test_crashed_worker_is_restarted(client):
             assert wait_for(lambda k=k: node.log().count("services ready") == k + 2, timeout=90), \
                 node.log()
             assert "service worker exited with code -9; restarting it" in node.log()
-            (new_pid,) = node.children()
-            assert new_pid != pid
+            kids = wait_for(lambda: (lambda c: c if len(c) == 1 else None)(node.children()), timeout=30)
+            assert kids and kids[0] != pid, (kids, pid)
             # the killed worker's service may linger in the DDS graph until its lease ends,
-            # so a request can go out before the new server is matched: ask again then
-            resp = None
-            for _ in range(10):
-                try:
-                    resp = client.call(InverseDynamics, node.topic("inverse_dynamics"), req,
-                                       timeout=5)
-                    break
-                except TimeoutError:
-                    continue
-            assert resp is not None, node.log()
+            # so a request can go out before the new server is matched: it is sent again
+            # every 0.5 s (an ID request answered twice is one answer) until one is answered
+            resp = client.call(InverseDynamics, node.topic("inverse_dynamics"), req, timeout=90,
+                               resend_after=0.5)
             assert resp.success and len(resp.effort) == 7, resp.message
         assert node.alive()
     finally:
