@@ -120,11 +120,12 @@ def test_joint_states_rate_and_content(loop, sim, client):
     assert all(len(m.position) == len(m.velocity) == len(m.effort) == 7 for m in got)
     stamps = np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in got])
     assert np.all(np.diff(stamps) >= 0)
-    # rate by the driver's own stamps (what arrives here can lag behind under load)
+    # the period by the driver's own stamps (what arrives here can lag behind under load);
+    # the median: a stall of the driver (it resyncs to the clock) makes a few long ones
     span = stamps[-1] - stamps[0]
-    rate = (len(stamps) - 1) / span
-    print(f"joint_states: {len(got)} in {span:.3f} s of stamps = {rate:.0f} Hz")
-    assert 0.8 * RATE < rate < 1.05 * RATE
+    period = float(np.median(np.diff(stamps)))
+    print(f"joint_states: {len(got)} in {span:.3f} s of stamps; median period {period * 1e3:.3f} ms")
+    assert 0.95 / RATE < period < 1.05 / RATE
 
 
 def test_arm_sags_without_command(loop):
@@ -162,9 +163,14 @@ def test_stale_command_falls_to_zero_effort(loop):
     loop.set_law(None)
     t = time.monotonic()
     assert wait_for(lambda: any(np.all(s[3] == 0.0) for s in loop.since(t)), timeout=TIMEOUT + 2.0)
-    time.sleep(0.6)
     got = loop.since(t)
     first_zero = next(i for i, s in enumerate(got) if np.all(s[3] == 0.0))
+    # the arm, at rest before, falls once the effort is zero (offline, test_oracle_mujoco's
+    # model: 0.08 rad after 0.1 s, 0.93 after 0.3 s); eventually: a loaded machine can slow
+    # the driver below real time (it resyncs to the clock)
+    q_zero = got[first_zero][1]
+    assert wait_for(lambda: float(np.max(np.abs(loop.latest()[1] - q_zero))) > 0.3, timeout=20)
+    got = loop.since(t)
     assert all(np.all(s[3] == 0.0) for s in got[first_zero:]), "effort came back without commands"
     stamps = np.array([s[5] for s in got])
     stale_after = stamps[first_zero] - loop.last_sent
@@ -177,9 +183,6 @@ def test_stale_command_falls_to_zero_effort(loop):
     sag = {dt: float(np.max(np.abs(got[int(np.searchsorted(stamps, t_zero + dt))][1] - got[first_zero][1])))
            for dt in (0.1, 0.3) if stamps[-1] >= t_zero + dt}
     print("sag from rest after zero effort (s: rad):", sag)
-    # offline (test_oracle_mujoco's model, no ROS): 0.08 rad after 0.1 s, 0.93 after 0.3 s;
-    # a loaded machine can drop real time (the driver resyncs), so a loose bound here
-    assert float(np.max(np.abs(got[-1][1] - got[first_zero][1]))) > 0.3
 
 
 def _diag(rec, fqn):
