@@ -293,9 +293,13 @@ def test_an_unexpected_failure_is_counted_and_the_path_goes_on(arm_path, monkeyp
     def boom(*args):
         raise RuntimeError("injected")
     planned = cp.step._compute
-    monkeypatch.setattr(cp.step, "_compute", ((boom, frozenset({"g"})),))
+    # (the path re-plans when it re-reads its subscriber counts, every 50 ms: it keeps boom)
+    boomed = ((boom, frozenset({"g"})),)
+    monkeypatch.setattr(cp.step, "_plan", lambda: setattr(cp.step, "_compute", boomed))
+    monkeypatch.setattr(cp.step, "_compute", boomed)
     cp.on_joint_state(js(ARM_JOINTS, q, v, tau, clock.next()))
-    monkeypatch.setattr(cp.step, "_compute", planned)
+    monkeypatch.undo()                    # the plan as it was
+    assert cp.step._compute == planned
     assert cp.stats.dropped.get("internal_error") == 1
     assert "RuntimeError: injected" in cp.stats.last_error
     cp.on_joint_state(js(ARM_JOINTS, q, v, tau, clock.next()))
