@@ -105,7 +105,8 @@ def pytest_pycollect_makemodule(module_path, parent):
 # The files that take longest (measured: bench/RESULTS.md, "The test suite"), run first:
 # with two xdist workers taking a file at a time (scripts/test.sh) the run then ends on
 # short files, not with one worker alone on a long one.  Only the run's length depends on
-# this list; a file not in it runs after them, in collection order.
+# this list; a file not in it runs after them, in collection order, those that start
+# processes (PROCESS_PREFIXES: node, closed-loop and simulator files) first.
 SLOW_FILES = (
     "test_node_lifecycle.py", "test_closed_loop_planners.py", "test_core_compile.py", "test_node_payload.py",
     "test_sim_driver.py", "test_node_relay.py", "test_colcon_like.py", "test_node_services.py",
@@ -117,10 +118,18 @@ SLOW_FILES = (
 )
 
 
+PROCESS_PREFIXES = ("test_node_", "test_closed_loop", "test_sim_")
+
+
+def _file_rank(name: str) -> int:
+    if name in SLOW_FILES:
+        return SLOW_FILES.index(name)
+    return len(SLOW_FILES) + (0 if name.startswith(PROCESS_PREFIXES) else 1)
+
+
 def pytest_collection_modifyitems(config, items):
     # slow files first (SLOW_FILES); a file's tests keep their order (stable sort)
-    rank = {name: k for k, name in enumerate(SLOW_FILES)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FILES)))
+    items.sort(key=lambda item: _file_rank(item.path.name))
     if oracles.required():
         return
     for item in items:
