@@ -195,11 +195,11 @@ def test_missing_derivatives_refused(client, node, relay, field):
     Q2, V2, A2 = random_states(3, 17)
     assert relay.send(make_trajectory(ARM_JOINTS, Q2, V2, A2)) is not None, node.log()
     assert not any(len(m.points) == 13 for m in relay.rec.snapshot()[0][n0:])
-    assert wait_for(lambda: f"points[5].{field} missing" in node.log(), timeout=5), node.log()
+    assert wait_for(lambda: f"points[5].{field} missing" in node.log(), timeout=60), node.log()
     assert "refused, nothing relayed" in node.log()
     d = wait_for(lambda: (lambda s: s if s and int(s.get("trajectories_refused", 0)) >= 1
                           and int(s["trajectories_relayed"]) >= 1 else None)(
-        diagnostics_of(diag, node.fqn)), timeout=10)
+        diagnostics_of(diag, node.fqn)), timeout=60)
     assert d, diagnostics_of(diag, node.fqn)
 
 
@@ -216,7 +216,7 @@ def test_service_refusals_are_not_relayed(client, node, relay):
     assert relay.send(make_trajectory(ARM_JOINTS, Q2, V2, A2)) is not None, node.log()
     assert not any(len(m.points) == 11 for m in relay.rec.snapshot()[0][n0:])
     assert wait_for(lambda: "unknown joint 'elbow'" in node.log() and "is nan" in node.log(),
-                    timeout=5), node.log()
+                    timeout=60), node.log()
 
 
 @pytest.mark.parametrize("service_process", [True, False])

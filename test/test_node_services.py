@@ -310,7 +310,7 @@ def stream_during_10k_trajectory(client, node):
     pub = client.publisher(JointState, f"/{node.ns}/joint_states")
     q0 = np.linspace(-0.4, 0.4, 7)
     sent, got = publish_until(pub, lambda: joint_state(ARM_JOINTS, q0, np.zeros(7)), rec,
-                              timeout=20)
+                              timeout=60)
     assert got is not None
     caller = _caller(node)
     with JointStateStream(pub, q0) as stream:
@@ -323,7 +323,7 @@ def stream_during_10k_trajectory(client, node):
         # answered (reliable: everything before it was delivered by then)
         t_after = time.monotonic()
         wait_for(lambda: any(sent.get(stamp_key(m.header.stamp), 0) > t_after + 0.1
-                             for m in rec.snapshot()[0][-20:]), timeout=10)
+                             for m in rec.snapshot()[0][-20:]), timeout=60)
     caller.wait(30)
     assert result["success"], result
     assert result["points"] == 10_000 and result["max_err"] <= TOL, result

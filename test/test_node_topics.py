@@ -122,7 +122,7 @@ def test_description_topic_before_and_after_start_hot_swap(client):
         assert np.max(np.abs(g2 - g)) > 0.1
         desc_pub.publish(type(desc_pub.msg_type())(data=urdf2))
         ok = wait_for(lambda: (js_pub.publish(joint_state(ARM_JOINTS, q, v)) or True)
-                      and close_abs(array_of(rec["g"].latest()), g2), timeout=15, period=0.02)
+                      and close_abs(array_of(rec["g"].latest()), g2), timeout=60, period=0.02)
         assert ok, node.log()
         assert_outputs_match(rec, g2, b2, H2, ARM_JOINTS)
 
@@ -131,12 +131,12 @@ def test_description_topic_before_and_after_start_hot_swap(client):
                     '<parent link="a"/><child link="nowhere"/></joint></robot>',
                     "this is not xml"):
             desc_pub.publish(type(desc_pub.msg_type())(data=bad))
-            assert wait_for(lambda: node.log().count("rejected") >= 1, timeout=10), node.log()
-        assert wait_for(lambda: node.log().count("rejected") >= 2, timeout=10), node.log()
+            assert wait_for(lambda: node.log().count("rejected") >= 1, timeout=60), node.log()
+        assert wait_for(lambda: node.log().count("rejected") >= 2, timeout=60), node.log()
         assert "keeping model 'rbd_arm7_payload'" in node.log()
         for _ in range(5):
             sent, got = publish_until(js_pub, lambda: joint_state(ARM_JOINTS, q, v), rec["gs"],
-                                      timeout=10)
+                                      timeout=60)
             assert got is not None and close_abs(np.asarray(got.effort), g2)
         assert node.alive()
     finally:
@@ -223,7 +223,7 @@ def test_partial_multi_publisher_reordered_missing_stale(client, arm_node):
         pub_arm.publish(joint_state(arm_names, q_arm, v_arm))
         return joint_state(wrist_names, q_wrist2)
 
-    sent, got = publish_answered(pub_wrist, wrist2, rec["gs"], timeout=20)
+    sent, got = publish_answered(pub_wrist, wrist2, rec["gs"], timeout=60)
     g2, b2, H2 = expected(model, names, np.r_[q_arm, q_wrist2], np.r_[v_arm, 0, 0],
                           node.out_order)
     assert got is not None and close_abs(np.asarray(got.effort), g2)
@@ -239,7 +239,7 @@ def test_partial_multi_publisher_reordered_missing_stale(client, arm_node):
         pub_arm.publish(m)
         time.sleep(0.01)
     # ... and it resumes when the wrist does (the sentinel): the stale ones got nothing
-    good, got = sentinel(pub_arm, both, rec["gs"], timeout=10)
+    good, got = sentinel(pub_arm, both, rec["gs"], timeout=60)
     assert got is not None and close_abs(np.asarray(got.effort), g)
     assert answered(rec["gs"], stamps) == []
 
@@ -247,7 +247,7 @@ def test_partial_multi_publisher_reordered_missing_stale(client, arm_node):
     full = joint_state(ARM_JOINTS + ["finger_left"], np.r_[rng.uniform(-1, 1, 7), 0.01],
                        np.zeros(8))
     sent, got = publish_until(pub_arm, lambda: joint_state(full.name, full.position, full.velocity),
-                              rec["gs"], timeout=10)
+                              rec["gs"], timeout=60)
     assert got is not None
     g3, _, _ = expected(model, ARM_JOINTS, full.position[:7], np.zeros(7), node.out_order)
     assert close_abs(np.asarray(got.effort), g3)
@@ -260,7 +260,7 @@ def test_garbage_joint_states_are_dropped(client, arm_node):
     pub = client.publisher(JointState, f"/{node.ns}/joint_states")
     q = np.linspace(-0.5, 0.5, 7)
     v = np.linspace(0.2, -0.2, 7)
-    sent, got = publish_until(pub, lambda: joint_state(ARM_JOINTS, q, v), rec["gs"], timeout=20)
+    sent, got = publish_until(pub, lambda: joint_state(ARM_JOINTS, q, v), rec["gs"], timeout=60)
     assert got is not None
     n_before = rec["gs"].count()
 
@@ -290,7 +290,7 @@ def test_garbage_joint_states_are_dropped(client, arm_node):
             pub.publish(m)
             time.sleep(0.02)
     # a good message afterwards (the sentinel, same publisher) works and equals the core
-    good, got = sentinel(pub, lambda: joint_state(ARM_JOINTS, q, v), rec["gs"], timeout=10)
+    good, got = sentinel(pub, lambda: joint_state(ARM_JOINTS, q, v), rec["gs"], timeout=60)
     g_ok, _, _ = expected(model, ARM_JOINTS, q, v, node.out_order)
     assert got is not None and close_abs(np.asarray(got.effort), g_ok)
     # no output at all came from the garbage: every output since is a sentinel's
@@ -302,7 +302,7 @@ def test_garbage_joint_states_are_dropped(client, arm_node):
     assert all(np.all(np.isfinite(array_of(x))) for x in gmsgs)
     assert node.alive()
     d = wait_for(lambda: (lambda d: d if d and int(d.get("dropped_size_mismatch", 0)) >= 6
-                          else None)(diagnostics_of(node.diag, node.fqn)), timeout=5)
+                          else None)(diagnostics_of(node.diag, node.fqn)), timeout=60)
     assert d, diagnostics_of(node.diag, node.fqn)
     assert int(d["dropped_non_finite"]) >= 6
     assert int(d["dropped_out_of_range"]) >= 3
