@@ -114,7 +114,7 @@ def test_saturation_is_counted_per_joint(loop):
     target = q0 + np.array([0.0, 0.6, 0.0, 0.0, 0.0, 0.0, 0.0])
     loop.desired_fn = lambda t: (target, np.zeros(7), np.zeros(7))
     try:
-        assert loop._wait(lambda: np.max(np.abs(_latest(loop, 20) - target)) < 0.01, 20, None)
+        assert loop._wait(lambda: np.max(np.abs(_latest(loop, 20) - target)) < 0.01, 60, None)
     finally:
         loop.desired_fn = lambda t: demo.reference(0.0)
         assert demo.settle(loop)
@@ -142,17 +142,17 @@ def test_stale_desired_state_damped_hold_and_recovery(loop):
     res = loop.set_params(command_mode="computed_torque", max_desired_age=age)
     assert all(ok for ok, _ in res), res
     loop.desired_fn = lambda t: demo.reference(0.0)
-    assert loop._wait(lambda: _status(loop, "command_fallback") == "false", 10, None)
+    assert loop._wait(lambda: _status(loop, "command_fallback") == "false", 60, None)
     n_fallbacks = int(_status(loop, "command_fallbacks"))
     # stop the desired states: stale after max_desired_age (the node's receive time, wall
     # clock) -> damped gravity hold
     loop.desired_fn = None
     t_stop = loop.now()
-    assert loop._wait(lambda: _status(loop, "command_fallback") == "true", 10, None), \
+    assert loop._wait(lambda: _status(loop, "command_fallback") == "true", 60, None), \
         loop.node_status
     # commands sent as the hold (the status can report the stale desired state before the
     # next joint state has made a hold command: wait for one)
-    assert loop._wait(lambda: int(_status(loop, "command_fallbacks")) > n_fallbacks, 5, None), loop.node_status
+    assert loop._wait(lambda: int(_status(loop, "command_fallbacks")) > n_fallbacks, 60, None), loop.node_status
     assert "damped gravity hold" in loop.log("node")
     t_hold = loop.sync()                     # every state stamped later is answered by the hold
     assert loop.sleep(0.5)
@@ -173,10 +173,10 @@ def test_stale_desired_state_damped_hold_and_recovery(loop):
     # fresh desired states again: computed torque resumes and takes the arm to a new target
     target = q0 + np.array([0.1, -0.1, 0.1, 0.1, 0.1, -0.1, 0.1])
     loop.desired_fn = lambda t: (target, np.zeros(7), np.zeros(7))
-    assert loop._wait(lambda: _status(loop, "command_fallback") == "false", 10, None)
+    assert loop._wait(lambda: _status(loop, "command_fallback") == "false", 60, None)
     assert "command resumed" in loop.log("node")
 
-    assert loop._wait(lambda: np.max(np.abs(_latest(loop, 20) - target)) < 0.01, 10, None), \
+    assert loop._wait(lambda: np.max(np.abs(_latest(loop, 20) - target)) < 0.01, 60, None), \
         _latest(loop, 1) - target
     loop.desired_fn = lambda t: demo.reference(0.0)
     assert all(ok for ok, _ in loop.set_params(**demo.LOCK_STEP_NODE_PARAMS))
@@ -198,7 +198,7 @@ def test_real_time_loop_holds_and_tracks(loop):
         drift, t0, t1 = demo_run.measure_hold(loop, 1.0)
         t, _, _, E = loop.window(t0, t1)
         # the commands for those states recorded (a later one has come)
-        assert loop._wait(lambda: commands and commands[-1][0] > t1, 10, None)
+        assert loop._wait(lambda: commands and commands[-1][0] > t1, 60, None)
         with loop.lock:
             sent = {c for _, c in commands}
         applied = [tuple(e) for e in E if np.any(e != 0.0)]
