@@ -58,7 +58,8 @@ if [ ! -f "$stamp" ] || [ "$0" -nt "$stamp" ] || [ "$root/setup.py" -nt "$stamp"
   fi
   "$venv/bin/pip" install -q "numba==$NUMBA" "llvmlite==$LLVMLITE" "numpy==$NUMPY" \
     "scipy==$SCIPY" "daqp==$DAQP" "urdf-parser-py>=0.0.4" "pytest>=7"
-  "$venv/bin/pip" install -q --no-deps -e "$root"
+  # under a lock on the source tree, as scripts/venv.sh: both write rbd_ros.egg-info
+  flock "$root" "$venv/bin/pip" install -q --no-deps -e "$root"
   touch "$stamp"
 fi
 

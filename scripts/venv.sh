@@ -14,7 +14,9 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 stamp="$venv/.rbd_ros_installed"
 if [ ! -f "$stamp" ] || [ "$root/setup.py" -nt "$stamp" ]; then
-  "$venv/bin/pip" install -q -e "$root[test,ros-build]"
+  # under a lock on the source tree: the numba lower-bound job (.ci/run starts it
+  # beside this) installs the same tree into its venv, and both write rbd_ros.egg-info
+  flock "$root" "$venv/bin/pip" install -q -e "$root[test,ros-build]"
   touch "$stamp"
 fi
 # build the interfaces and compile the numba kernels at once: the kernels need no
