@@ -9,6 +9,7 @@ the core's for the nominal model plus the estimate (<= 1e-9) and within 2 % of t
 payload's share of the true model's.  Bad requests, joint states without efforts
 and a robot at rest are refused, the message naming the field.  At the end, ROS-free:
 the window of recent joint states (recent.py) and the control step's hook that fills it."""
+import bisect
 import logging
 import math
 import sys
@@ -45,6 +46,7 @@ MASS, COM, INERTIA = 1.5, (0.0, 0.0, 0.05), (4e-3, 0.0, 0.0, 4e-3, 0.0, 2e-3)
 RATE = 500.0            # Hz, the joint-state stream
 STREAM_S = 8.0          # s of excitation streamed
 ASK_S = 6.0             # s asked for
+REST_S, REST_N = 6.0, 800   # s asked for at rest; samples at rest in them (test_a_robot_at_rest_...)
 # the excitation: q0 + A (0.7 sin(2 pi f1 t) + 0.3 sin(2 pi f2 t + 1)) per joint, within the URDF's limits
 Q0 = np.array([0.0, 0.3, 0.0, -1.2, 0.0, 1.0, 0.0])
 AMP = np.array([0.6, 0.4, 0.6, 0.4, 0.6, 0.5, 0.6])
@@ -73,7 +75,8 @@ class Stream:
     WINDOW samples are unanswered at a time: the next goes out once the node's output for
     the one WINDOW before has arrived (reliable QoS both ways, the node's queue of 10 never
     overflows), so a loaded machine slows the stream down and loses nothing.  ``answered``
-    counts the samples of the current ``fn`` answered."""
+    counts the samples of the current ``fn`` answered, ``answered_since(t)`` those whose
+    answer arrived at or after monotonic time ``t``."""
 
     WINDOW = 8
     CHUNK = 500
@@ -82,14 +85,19 @@ class Stream:
         self.pub, self.rec, self.period = pub, rec, 1.0 / rate
         self.lock = threading.Lock()
         self.fn, self.k, self.answered, self._new = None, 0, 0, False
+        self._answer_times: list = []       # monotonic s of each answer of the current fn
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def play(self, fn):
         with self.lock:
-            self.fn, self.answered = fn, 0
+            self.fn, self.answered, self._answer_times = fn, 0, []
             self._new = True
+
+    def answered_since(self, t: float) -> int:
+        with self.lock:
+            return len(self._answer_times) - bisect.bisect_left(self._answer_times, t)
 
     def wait_answered(self, n, timeout=300.0) -> bool:
         return bool(wait_for(lambda: self.answered >= n, timeout=timeout, period=0.05))
@@ -118,6 +126,7 @@ class Stream:
                     with self.lock:
                         if self.fn is fn:
                             self.answered += 1
+                            self._answer_times.append(time.monotonic())
             q, v, tau = (x[j % self.CHUNK] for x in rows)
             msg = JointState()
             ts = T0 + self.k * self.period
@@ -270,11 +279,25 @@ def test_a_robot_at_rest_is_too_little_excitation(client, node, streamer, models
         q = np.tile(Q0, (len(t), 1))
         return q, np.zeros_like(q), np.tile(g, (len(t), 1))
 
-    # 2 s of samples at rest answered (at <= RATE, so they took >= 2 s): the last 1.5 s
-    # the node received (this ask's window, the stream going on) are at rest only
+    # The ask's window is the last REST_S s of receive time; the filter works on header
+    # stamps (1 / RATE apart) and keeps MIN_SAMPLES only from >= 1.3 s of them, however
+    # slowly a loaded machine lets the stream go.  Once WINDOW + 1 samples at rest are
+    # answered the node has received every sample of the excitation (at most WINDOW are
+    # unanswered), at t1; then eventually REST_S s have passed since t1 and the last
+    # REST_S - 1 s (a second for the answers' way back) hold REST_N answered samples at
+    # rest (REST_N / RATE = 1.6 s of stamps): the window holds those and no other.
     streamer.play(at_rest)
-    assert streamer.wait_answered(int(2.0 * RATE)), "the node does not answer the stream"
-    r = ask(client, node, seconds=1.5)
+    assert streamer.wait_answered(Stream.WINDOW + 1), "the node does not answer the stream"
+    t1 = time.monotonic()
+
+    def window_at_rest():
+        now = time.monotonic()
+        return now >= t1 + REST_S and streamer.answered_since(now - (REST_S - 1.0)) >= REST_N
+
+    assert wait_for(window_at_rest, timeout=300, period=0.05), \
+        f"{streamer.answered} samples at rest answered, {streamer.answered_since(time.monotonic() - REST_S + 1.0)} " \
+        f"in the last {REST_S - 1.0:g} s"
+    r = ask(client, node, seconds=REST_S)
     assert not r.success and not r.applied
     assert "too little excitation" in r.message and "condition number" in r.message, r.message
     r = ask(client, node, seconds=0.5)        # shorter than the filter's edges
