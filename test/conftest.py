@@ -102,7 +102,7 @@ def pytest_pycollect_makemodule(module_path, parent):
     return _OracleModule.from_parent(parent, path=module_path)
 
 
-# The files that take longest (measured: bench/RESULTS.md, "The test suite"), run first:
+# The files that take longest (measured: bench/RESULTS.md, "The test suite and CI"), run first:
 # with two xdist workers taking a file at a time (scripts/test.sh) the run then ends on
 # short files, not with one worker alone on a long one.  Only the run's length depends on
 # this list; a file not in it runs after them, in collection order, those that start
