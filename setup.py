@@ -141,8 +141,9 @@ setup(
     extras_require={
         # toppra: the reference TOPP-RA rbd.retime is checked against (a test oracle only:
         # rbd.retime runs its own compiled reachability pass)
-        "test": ["pytest>=7", "pin==4.1.0", "example-robot-data==6.0.0", "mujoco==4.0.0", "hypothesis>=6.100",
-                 "matplotlib==3.11.2", "ruff==0.17.6", "import-linter==2.17", "mypy==2.4.1",
+        # pytest-xdist: scripts/test.sh runs the suite in two worker processes (doc/testing.md)
+        "test": ["pytest>=7", "pytest-xdist==3.8.0", "pin==4.1.0", "example-robot-data==6.0.0", "mujoco==4.0.0",
+                 "hypothesis>=6.100", "matplotlib==3.11.2", "ruff==0.17.6", "import-linter==2.17", "mypy==2.4.1",
                  "toppra==0.6.10"] + IDENT,
         # inertial identification (rbd_ros.core.estimation.identification, the rbd_identify tool)
         "ident": IDENT + ["matplotlib>=3.7"],

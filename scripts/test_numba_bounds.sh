@@ -4,7 +4,7 @@
 # setup.py pins numba>=LOW,<HIGH.  The main job (scripts/test.sh) tests what pip
 # picks in that range, the newest release; this script tests LOW: it builds a venv
 # at $RBD_NUMBA_VENV (default: .venv-numba-min) with numba LOW and the llvmlite and
-# numpy pinned below, installs rbd_ros into it with --no-deps (plus scipy,
+# numpy pinned below, installs rbd_ros into it with --no-deps (plus scipy, daqp,
 # urdf-parser-py and pytest: nothing else), compiles the kernels into a numba cache inside that
 # venv (never the sources' __pycache__, which holds the main venv's cache), and runs
 # the core and numba tests that need no ROS, Pinocchio or MuJoCo.
@@ -18,11 +18,13 @@ py=${PYTHON:-python3}
 # The lower bound and what it is tested with.  NUMBA must be the lower bound in
 # setup.py (checked below); llvmlite is the one numba 0.62.0 requires (0.45.x),
 # numpy the newest 1.x (numpy 2 is tested by the main job), scipy setup.py's lower
-# bound (numba's np.linalg calls its LAPACK).
+# bound (numba's np.linalg calls its LAPACK), daqp the one setup.py requires (the QP
+# solver of the contact friction cones, which rbd_precompile warms; no dependencies).
 NUMBA=0.62.0
 LLVMLITE=0.45.1
 NUMPY=1.26.4
 SCIPY=1.11.4
+DAQP=0.11.0
 TESTS=(
   test/test_numba_compat.py      # numba's private API as _numba_compat.py uses it
   test/test_core_byte_order.py   # numba's array typecode cache (the byte-order claim)
@@ -55,8 +57,9 @@ if [ ! -f "$stamp" ] || [ "$0" -nt "$stamp" ] || [ "$root/setup.py" -nt "$stamp"
     "$py" -m venv "$venv"
   fi
   "$venv/bin/pip" install -q "numba==$NUMBA" "llvmlite==$LLVMLITE" "numpy==$NUMPY" \
-    "scipy==$SCIPY" "urdf-parser-py>=0.0.4" "pytest>=7"
-  "$venv/bin/pip" install -q --no-deps -e "$root"
+    "scipy==$SCIPY" "daqp==$DAQP" "urdf-parser-py>=0.0.4" "pytest>=7"
+  # under a lock on the source tree, as scripts/venv.sh: both write rbd_ros.egg-info
+  flock "$root" "$venv/bin/pip" install -q --no-deps -e "$root"
   touch "$stamp"
 fi
 

@@ -49,6 +49,7 @@ DISTRIBUTIONS = {
     "threadpoolctl": ("threadpoolctl", None),
     "toppra": ("toppra", None),          # its rosdep key python3-toppra-pip is pip-only
     "mypy": ("mypy", None),              # the static type check (.ci/run); no rosdep key
+    "pytest-xdist": ("xdist", None),     # scripts/test.sh's two workers; colcon test runs plain pytest
 }
 # the extras a ROS install could have through rosdep (not "ros", "ros-build": the ROS wheels
 # stand in for the ROS install itself)
@@ -118,12 +119,17 @@ def environment(prefix: str, work: str, hidden=None) -> dict:
     env = dict(os.environ)
     env.pop("RBD_REQUIRE_ORACLES", None)
     env.pop("RBD_TEST_DOMAIN_ID", None)         # a domain of its own (conftest.py)
+    for k in [k for k in env if k.startswith("PYTEST_XDIST_")]:
+        env.pop(k)                              # run from an xdist worker: colcon runs no worker
     env["AMENT_PREFIX_PATH"] = os.pathsep.join([prefix, sys.prefix] + list(
         filter(None, env.get("AMENT_PREFIX_PATH", "").split(os.pathsep))))
-    env["RBD_TEST_HIDE_MODULES"] = ",".join(hidden_modules() if hidden is None else hidden)
+    hidden = hidden_modules() if hidden is None else hidden
+    env["RBD_TEST_HIDE_MODULES"] = ",".join(hidden)
     env["PYTHONPATH"] = os.pathsep.join([HERE] + list(filter(None, env.get("PYTHONPATH", "").split(os.pathsep))))
     env["PYTEST_ADDOPTS"] = (f"--tb=short --junit-xml={work}/pytest.xml --junit-prefix=rbd_ros "
-                             f"-o cache_dir={work}/.pytest_cache -p hide_modules -rs")
+                             f"-o cache_dir={work}/.pytest_cache -p hide_modules -rs"
+                             # a hidden plugin is not installed: pytest must not load its entry points
+                             + (" -p no:xdist -p no:xdist.looponfail" if "xdist" in hidden else ""))
     return env
 
 

@@ -154,6 +154,7 @@ class Recorder:
 
     def __init__(self):
         self.lock = threading.Lock()
+        self._arrived = threading.Condition(self.lock)
         self.msgs = []
         self.times = []
 
@@ -161,6 +162,21 @@ class Recorder:
         with self.lock:
             self.msgs.append(msg)
             self.times.append(time.monotonic())
+            self._arrived.notify_all()
+
+    def wait_stamp(self, stamp: Time, timeout: float, start: int = 0):
+        """(message, receive time) of the first message from index ``start`` on whose
+        header carries ``stamp``, waiting up to ``timeout`` s for it; None without one."""
+        key, t_end, seen = stamp_key(stamp), time.monotonic() + timeout, start
+        with self.lock:
+            while True:
+                for i in range(seen, len(self.msgs)):
+                    if stamp_key(self.msgs[i].header.stamp) == key:
+                        return self.msgs[i], self.times[i]
+                seen = len(self.msgs)
+                left = t_end - time.monotonic()
+                if (left <= 0 or not self._arrived.wait(left)) and seen == len(self.msgs):
+                    return None
 
     def latest(self):
         with self.lock:
@@ -232,13 +248,53 @@ class Client:
         return call_service(self.node, srv_type, name, request, timeout, resend_after)
 
 
-def per_quarter(t0, t1, sent_times, answered_times) -> list:
-    """[(inputs sent, inputs answered)] in each quarter of [t0, t1] (by send time): a
-    stream that stalled for a quarter of a call shows there."""
-    q = (t1 - t0) / 4
-    return [(sum(1 for t in sent_times if t0 + k * q <= t < t0 + (k + 1) * q),
-             sum(1 for t in answered_times if t0 + k * q <= t < t0 + (k + 1) * q))
-            for k in range(4)]
+class PingPong:
+    """Joint states at ``q`` (at rest) sent from a thread one at a time: each goes out once
+    the answer to the one before has arrived on ``rec`` (the node's output carrying its
+    stamp), at most one per ``period`` s, so no queue of the node or of DDS ever holds
+    more than one and a loaded machine slows the exchange down without losing anything.  An input not answered
+    within ``resend`` s (best effort may lose one) is counted in ``lost`` and a new one
+    goes out.  ``trips``: (send time, answer time) of each answered input (monotonic s,
+    this machine's clock: the same as another process's time.monotonic()).  ``with``
+    starts and stops it."""
+
+    def __init__(self, pub, rec: Recorder, q, resend=5.0, period=0.002):
+        self.pub, self.rec, self.q, self.resend = pub, rec, np.asarray(q, float), resend
+        self.period = period
+        self.trips = []
+        self.lost = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            m = joint_state(ARM_JOINTS, self.q, np.zeros(len(self.q)))
+            start = self.rec.count()
+            t_sent = time.monotonic()
+            self.pub.publish(m)
+            got = self.rec.wait_stamp(m.header.stamp, self.resend, start)
+            if got is None:
+                self.lost.append(stamp_key(m.header.stamp))
+            else:
+                self.trips.append((t_sent, got[1]))
+            time.sleep(max(0.0, t_sent + self.period - time.monotonic()))
+
+    def within(self, t0: float, t1: float) -> list:
+        """The trips sent after t0 and answered before t1."""
+        return [(ts, ta) for ts, ta in list(self.trips) if t0 <= ts and ta <= t1]
+
+    def wait_trip_after(self, t: float, timeout=30.0) -> bool:
+        """Wait until an input sent after ``t`` has been answered: the sentinel that the
+        exchange went on past t."""
+        return bool(wait_for(lambda: self.trips and self.trips[-1][0] > t, timeout=timeout))
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
 
 
 def set_params(client, node, atomically=False, **values):
@@ -323,6 +379,22 @@ def publish_until(pub, make_msg, rec, timeout=10.0, period=0.02, accept=None):
     return None, None
 
 
+def publish_answered(pub, make_msg, rec: Recorder, timeout=20.0, wait=1.0):
+    """Publish a fresh message (new stamp) and wait up to ``wait`` s for the output carrying
+    its stamp, again until one is answered: (message, output), (None, None) after
+    ``timeout``.  Unlike publish_until, nothing sent on ``pub`` is in flight afterwards:
+    the answered message was the last one, and one writer's messages arrive in order."""
+    t_end = time.monotonic() + timeout
+    while time.monotonic() < t_end:
+        msg = make_msg()
+        start = rec.count()
+        pub.publish(msg)
+        got = rec.wait_stamp(msg.header.stamp, min(wait, max(0.0, t_end - time.monotonic())), start)
+        if got is not None:
+            return msg, got[0]
+    return None, None
+
+
 def array_of(msg: Float64MultiArray) -> np.ndarray:
     return np.asarray(msg.data, dtype=np.float64)
 
@@ -343,5 +415,5 @@ def diagnostics_of(rec: Recorder, node_fqn: str):
 
 
 __all__ = ["ARM_JOINTS", "Client", "DiagnosticArray", "Float64MultiArray", "JointState",
-           "NodeProcess", "Recorder", "array_of", "diagnostics_of", "joint_state", "next_stamp",
-           "publish_until", "read_arm_urdf", "stamp_key", "unique_ns", "wait_for"]
+           "NodeProcess", "PingPong", "Recorder", "array_of", "diagnostics_of", "joint_state",
+           "next_stamp", "publish_answered", "publish_until", "read_arm_urdf", "stamp_key", "unique_ns", "wait_for"]

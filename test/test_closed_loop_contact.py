@@ -161,7 +161,7 @@ def _all_finite(loop):
     return all(np.all(np.isfinite(a)) for a in taus + wrenches + ratios)
 
 
-def _wait_for(loop, key, pred, timeout=10.0):
+def _wait_for(loop, key, pred, timeout=60.0):
     """Until an item of rec[key] satisfies pred; returns it (or None)."""
     found = []
 
@@ -414,6 +414,7 @@ class _Stream:
         self.q = np.asarray(demo.Q0, dtype=float)
         self.effort = rbd.gravity(MODEL, self.q)
         self.poison = None
+        self.lock = threading.Lock()
         self.sent = {}               # stamp -> what was sent ("ok", "nan position", ...)
         self._stop = threading.Event()
         self.th = threading.Thread(target=self._run, daemon=True)
@@ -425,12 +426,13 @@ class _Stream:
             now = self.loop.node.get_clock().now()
             msg.header.stamp = now.to_msg()
             q, eff, kind = self.q.copy(), self.effort, "ok" if self.effort is not None else "no effort"
-            if self.poison == "position":
+            with self.lock:                  # (taken whole: set by another thread)
+                poison, self.poison = self.poison, None
+            if poison == "position":
                 q[3], kind = math.nan, "nan position"
-            elif self.poison == "effort" and eff is not None:
+            elif poison == "effort" and eff is not None:
                 eff, kind = eff.copy(), "nan effort"
                 eff[5] = math.nan
-            self.poison = None
             msg.position, msg.velocity = q.tolist(), [0.0] * 7
             msg.effort = eff.tolist() if eff is not None else []
             self.sent[now.nanoseconds * 1e-9] = kind
@@ -462,13 +464,24 @@ def test_nan_and_missing_efforts(loop):
         st0 = loop.node_status
         r0 = _diag(loop, "observer_restarts")
         d0 = int(loop.node_status.get("dropped_non_finite", 0))
-        for what in ("position", "effort"):
-            s.poison = what
-            time.sleep(0.3)
+        def nan_sent():
+            return sorted(t for t, k in dict(s.sent).items() if k.startswith("nan"))
+
+        for n, what in enumerate(("position", "effort")):
+            with s.lock:
+                s.poison = what
+            # sent, and a good message after it answered: the node has taken the bad one
+            assert loop._wait(lambda n=n: len(nan_sent()) > n, 60, None), "the stream did not send it"
+            t_bad = nan_sent()[-1]
+            assert _wait_for(loop, "g", lambda x, t_bad=t_bad: x[0] > t_bad) is not None, what
+        assert st0 is not None
+        # the counts, from a status made after that (eventually: the node reports every 0.2 s)
+        want = _restarts(r0, "not_finite") + 2
+        assert loop._wait(lambda: _restarts(_diag(loop, "observer_restarts"), "not_finite") >= want, 30, None), \
+            (r0, _diag(loop, "observer_restarts"))
         r1 = _diag(loop, "observer_restarts")
         d1 = int(loop.node_status.get("dropped_non_finite", 0))
-        assert st0 is not None
-        assert _restarts(r1, "not_finite") == _restarts(r0, "not_finite") + 2, (r0, r1)
+        assert _restarts(r1, "not_finite") == want, (r0, r1)
         assert d1 == d0 + 1         # the NaN position's message is dropped, the NaN effort's is not
         sent = dict(s.sent)
         bad = sorted(t for t, k in sent.items() if k.startswith("nan"))
@@ -483,12 +496,12 @@ def test_nan_and_missing_efforts(loop):
         # efforts stop: within max_state_age (0.1 s) the estimate, the wrench and the flag stop too
         s.effort = None
         t_no = now()
-        time.sleep(0.6)
-        waiting = _diag(loop, "observer_waiting")
         cut = t_no + 0.15
+        # ... while the node computes for the stream (the sentinel: 50 answered since)
+        assert loop._wait(lambda: len(_since(loop, "g", cut)) > 50, 30, None), len(_since(loop, "g", cut))
+        waiting = _diag(loop, "observer_waiting")
         assert not _since(loop, "tau", cut) and not _since(loop, "wrench", cut) \
             and not _since(loop, "collision", cut)
-        assert len(_since(loop, "g", cut)) > 50           # ... while the node computes for the stream
         assert "effort" in waiting, waiting
         print(f"\nno efforts: observer_waiting = {waiting!r}")
         assert _all_finite(loop)

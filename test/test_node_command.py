@@ -144,7 +144,7 @@ def test_feedforward_and_computed_torque_equal_the_core(rig):
     assert rel(expected, hold(q, v)) > 1e-2
     got = rig.command(q, v, accept=lambda m: rel(m.effort, hold(q, v)) > 1e-6)
     assert rel(got, expected) <= TOL
-    assert wait_for(lambda: rel(array_of(rig.cmd.latest()), expected) <= TOL, timeout=5)
+    assert wait_for(lambda: rel(array_of(rig.cmd.latest()), expected) <= TOL, timeout=60)
     d = rig.diagnostics(lambda d: d.get("command_fallback") == "false")
     assert d["command_mode"] == "computed_torque"
     # a second measured state, the same desired one
@@ -209,7 +209,7 @@ def test_clamped_exactly_at_the_limit_and_counted(rig):
     d = rig.diagnostics(lambda d: int(d["command_clamped"]) > before)
     assert d["effort_limits_source"] == "URDF"
     assert wait_for(lambda: "effort_command clamped to the effort limits (URDF): joint2 to "
-                    in rig.node.log(), timeout=5), rig.node.log()[-2000:]
+                    in rig.node.log(), timeout=60), rig.node.log()[-2000:]
     # effort_limits parameter overrides the URDF; .inf = that joint unclamped
     lim = np.array([50.0, math.inf, 50.0, 50.0, 5.0, 5.0, 5.0])
     assert set_params(rig.client, rig.node, effort_limits=lim.tolist()).successful
@@ -257,7 +257,7 @@ def test_stale_desired_state_falls_back_to_the_damped_hold_and_recovers(rig):
     got = rig.command(q, v, accept=lambda m: rel(m.effort, expected) <= TOL)
     assert rig.diagnostics(lambda d: d.get("command_fallback") == "false")
     assert wait_for(lambda: rig.node.log().count(
-        "computed_torque command resumed (fresh desired state)") == n_resumed + 1, timeout=5)
+        "computed_torque command resumed (fresh desired state)") == n_resumed + 1, timeout=60)
     assert set_params(rig.client, rig.node, max_desired_age=5.0).successful
 
 
@@ -288,7 +288,7 @@ def test_bad_desired_states_are_dropped_counted_and_never_used(rig):
     for m in bad:
         rig.des.publish(m)
     # sentinel: a good desired state after the bad ones, on the same publisher, answered
-    sent, got = publish_until(rig.des, lambda: desired(qd, vd, ad), rig.ff_state, timeout=20)
+    sent, got = publish_until(rig.des, lambda: desired(qd, vd, ad), rig.ff_state, timeout=60)
     assert got is not None
     bad_keys = {stamp_key(m.header.stamp) for m in bad}
     msgs, _ = rig.ff_state.snapshot()
@@ -373,7 +373,7 @@ def test_joints_subset_with_new_gains_and_a_model_that_no_longer_fits(rig):
     rig.des.publish(desired(qd[[1, 2]], names=["joint2", "joint3"]))
     assert rig.diagnostics(lambda d: int(d["desired_dropped"]) == dropped + 1)
     sent, got = publish_until(rig.des, lambda: desired(qd[sub], vd[sub], ad[sub], names=["joint4", "joint2"]),
-                              rig.ff_state, timeout=20)
+                              rig.ff_state, timeout=60)
     assert got is not None
     qf, vf, af = q.copy(), v.copy(), np.zeros(7)   # the rest: measured, at rest in acceleration
     qf[sub], vf[sub], af[sub] = qd[sub], vd[sub], ad[sub]
@@ -391,22 +391,22 @@ def test_joints_subset_with_new_gains_and_a_model_that_no_longer_fits(rig):
     desc_pub = c.latched_description(f"/{rig.ns}/robot_description", short)
     gs = c.record(JointState, n.topic("gravity_torques_state"))
     six = ARM_JOINTS[:6]
-    sent, got = publish_until(rig.js, lambda: joint_state(six, q[:6], v[:6]), gs, timeout=20,
+    sent, got = publish_until(rig.js, lambda: joint_state(six, q[:6], v[:6]), gs, timeout=60,
                               accept=lambda m: list(m.name) == six)
     assert got is not None, n.log()[-3000:]
     assert wait_for(lambda: "effort_command and feedforward_torques are off: kp: expected one "
-                    "value or 6" in n.log(), timeout=5), n.log()[-3000:]
+                    "value or 6" in n.log(), timeout=60), n.log()[-3000:]
     d = rig.diagnostics(lambda d: "command_error" in d)
     assert "kp: expected one value or 6" in d["command_error"]
     # ... and the diagnostics' last error, as every error the node reports
     assert rig.diagnostics(lambda d: "kp: expected one value or 6" in d.get("last_error", "")), \
         diagnostics_of(rig.diag, rig.node.fqn)
     count = rig.cmd_state.count()
-    sent, got = publish_until(rig.js, lambda: joint_state(six, q[:6], v[:6]), gs, timeout=20)
+    sent, got = publish_until(rig.js, lambda: joint_state(six, q[:6], v[:6]), gs, timeout=60)
     assert got is not None and rig.cmd_state.count() == count   # torques yes, command no
     assert set_params(c, n, kp=[50.0], kd=[5.0]).successful
     sent, got = publish_until(rig.js, lambda: joint_state(six, q[:6], v[:6]), rig.cmd_state,
-                              timeout=20)
+                              timeout=60)
     assert got is not None and list(got.name) == six
     assert "effort_command back on" in n.log()
     c.node.destroy_publisher(desc_pub)

@@ -154,7 +154,7 @@ def test_gravity_and_joints_parameters_at_run_time_and_in_process_services(clien
         m_up = rbd.Model.from_urdf(urdf)
         g_up = rbd.gravity(m_up, q)
         sent, got = publish_until(
-            pub, lambda: joint_state(ARM_JOINTS, q, np.zeros(7)), rec, timeout=15,
+            pub, lambda: joint_state(ARM_JOINTS, q, np.zeros(7)), rec, timeout=60,
             accept=lambda m: np.max(np.abs(np.asarray(m.effort) - g_up)) <= TOL)
         assert got is not None
 
@@ -168,7 +168,7 @@ def test_gravity_and_joints_parameters_at_run_time_and_in_process_services(clien
         res = set_params(client, node, joints=["joint4", "joint2"])[0]
         assert res.successful, res.reason
         sent, got = publish_until(
-            pub, lambda: joint_state(ARM_JOINTS, q, np.zeros(7)), rec, timeout=15,
+            pub, lambda: joint_state(ARM_JOINTS, q, np.zeros(7)), rec, timeout=60,
             accept=lambda m: list(m.name) == ["joint4", "joint2"])
         assert got is not None
         assert np.max(np.abs(np.asarray(got.effort) - g_up[[3, 1]])) <= TOL
@@ -208,14 +208,14 @@ def test_node_runs_without_interfaces(client):
         assert len(errors) == 1, log
         assert "rbd_ros_interfaces is not available" in errors[0]
         assert "services are OFF" in errors[0] and "colcon build" in errors[0]
-        d = wait_for(lambda: diagnostics_of(diag, node.fqn), timeout=5)
+        d = wait_for(lambda: diagnostics_of(diag, node.fqn), timeout=60)
         assert d["services"] == "off" and "services off" in d["_message"], d
         def names_now():
             names = [n for n, _ in client.node.get_service_names_and_types()
                      if n.startswith(node.fqn)]
             return names if f"{node.fqn}/set_parameters" in names else None
 
-        names = wait_for(names_now, timeout=10)
+        names = wait_for(names_now, timeout=60)
         assert names  # the graph is visible ...
         assert not any(n.endswith(("inverse_dynamics", "forward_dynamics", "_trajectory"))
                        for n in names), names  # ... and has no dynamics service

@@ -9,6 +9,7 @@ the core's for the nominal model plus the estimate (<= 1e-9) and within 2 % of t
 payload's share of the true model's.  Bad requests, joint states without efforts
 and a robot at rest are refused, the message naming the field.  At the end, ROS-free:
 the window of recent joint states (recent.py) and the control step's hook that fills it."""
+import bisect
 import logging
 import math
 import sys
@@ -18,7 +19,6 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from rclpy.qos import qos_profile_sensor_data
 from ros_harness import (
     ARM_JOINTS,
     PERM,
@@ -47,6 +47,7 @@ MASS, COM, INERTIA = 1.5, (0.0, 0.0, 0.05), (4e-3, 0.0, 0.0, 4e-3, 0.0, 2e-3)
 RATE = 500.0            # Hz, the joint-state stream
 STREAM_S = 8.0          # s of excitation streamed
 ASK_S = 6.0             # s asked for
+REST_S, REST_N = 6.0, 800   # s asked for at rest; samples at rest in them (test_a_robot_at_rest_...)
 # the excitation: q0 + A (0.7 sin(2 pi f1 t) + 0.3 sin(2 pi f2 t + 1)) per joint, within the URDF's limits
 Q0 = np.array([0.0, 0.3, 0.0, -1.2, 0.0, 1.0, 0.0])
 AMP = np.array([0.6, 0.4, 0.6, 0.4, 0.6, 0.5, 0.6])
@@ -66,23 +67,80 @@ def excitation(t):
             -AMP * (0.7 * w1 ** 2 * s1 + 0.3 * w2 ** 2 * s2))
 
 
-def stream(pub, q, v, tau, t0=T0, rate=RATE):
-    """Publish one JointState per row (names permuted, header stamp t0 + k / rate) at
-    ``rate`` Hz from this thread, sleeping to deadlines; after a stall of this process it
-    does not catch up (a burst would overflow the node's best-effort queue): the stream
-    then takes longer, the stamps stay the samples' times.  Returns when done."""
-    period = 1.0 / rate
-    t_next = time.monotonic()
-    for k in range(q.shape[0]):
-        msg = JointState()
-        ts = t0 + k * period
-        msg.header.stamp.sec = int(math.floor(ts))
-        msg.header.stamp.nanosec = int(round((ts - math.floor(ts)) * 1e9)) % 1_000_000_000
-        msg.name = PERM_NAMES
-        msg.position, msg.velocity, msg.effort = q[k, PERM].tolist(), v[k, PERM].tolist(), tau[k, PERM].tolist()
-        pub.publish(msg)
-        t_next = max(t_next + period, time.monotonic())
-        time.sleep(max(0.0, t_next - time.monotonic()))
+class Stream:
+    """Joint states (names permuted) from a thread at up to ``rate`` Hz, sleeping to
+    deadlines (after a stall of this process it does not catch up), until close(): the
+    samples of ``play(fn)``'s ``fn(t) -> (q, v, tau)`` ((n, 7) each for the times t) at
+    t = 0, 1/rate, 2/rate, ... from the call on, header stamps T0 + k / rate over all of
+    them (increasing: the node's estimate takes its time base from them).  At most
+    WINDOW samples are unanswered at a time: the next goes out once the node's output for
+    the one WINDOW before has arrived (reliable QoS both ways, the node's queue of 10 never
+    overflows), so a loaded machine slows the stream down and loses nothing.  ``answered``
+    counts the samples of the current ``fn`` answered, ``answered_since(t)`` those whose
+    answer arrived at or after monotonic time ``t``."""
+
+    WINDOW = 8
+    CHUNK = 500
+
+    def __init__(self, pub, rec, rate=RATE):
+        self.pub, self.rec, self.period = pub, rec, 1.0 / rate
+        self.lock = threading.Lock()
+        self.fn, self.k, self.answered, self._new = None, 0, 0, False
+        self._answer_times: list = []       # monotonic s of each answer of the current fn
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def play(self, fn):
+        with self.lock:
+            self.fn, self.answered, self._answer_times = fn, 0, []
+            self._new = True
+
+    def answered_since(self, t: float) -> int:
+        with self.lock:
+            return len(self._answer_times) - bisect.bisect_left(self._answer_times, t)
+
+    def wait_answered(self, n, timeout=300.0) -> bool:
+        return bool(wait_for(lambda: self.answered >= n, timeout=timeout, period=0.05))
+
+    def close(self):
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self):
+        t_next = time.monotonic()
+        pending = []                       # (stamp, index in the recorder to search from)
+        fn, j, rows = None, 0, None
+        while not self._stop.is_set():
+            with self.lock:
+                if self._new:
+                    fn, self._new, j, rows = self.fn, False, 0, None
+                    pending.clear()
+            if fn is None:
+                time.sleep(0.01)
+                continue
+            if rows is None or j % self.CHUNK == 0:
+                rows = fn((j + np.arange(self.CHUNK)) * self.period)
+            if len(pending) >= self.WINDOW:
+                stamp, start = pending.pop(0)
+                if self.rec.wait_stamp(stamp, 5.0, start) is not None:
+                    with self.lock:
+                        if self.fn is fn:
+                            self.answered += 1
+                            self._answer_times.append(time.monotonic())
+            q, v, tau = (x[j % self.CHUNK] for x in rows)
+            msg = JointState()
+            ts = T0 + self.k * self.period
+            msg.header.stamp.sec = int(math.floor(ts))
+            msg.header.stamp.nanosec = int(round((ts - math.floor(ts)) * 1e9)) % 1_000_000_000
+            msg.name = PERM_NAMES
+            msg.position, msg.velocity, msg.effort = q[PERM].tolist(), v[PERM].tolist(), tau[PERM].tolist()
+            pending.append((msg.header.stamp, self.rec.count()))
+            self.pub.publish(msg)
+            self.k += 1
+            j += 1
+            t_next = max(t_next + self.period, time.monotonic())
+            time.sleep(max(0.0, t_next - time.monotonic()))
 
 
 def ask(client, node, link=LINK, seconds=ASK_S, apply=False):
@@ -103,7 +161,8 @@ def models(arm_model):
 
 @pytest.fixture(scope="module")
 def node(client):
-    n = NodeProcess(unique_ns("est"), {"urdf_file": "rbd_arm7", "max_state_age": 5.0, "service_process": False})
+    n = NodeProcess(unique_ns("est"), {"urdf_file": "rbd_arm7", "max_state_age": 5.0, "service_process": False,
+                                       "joint_states_reliable": True})
     yield n
     assert n.alive(), n.log()
     n.stop()
@@ -111,9 +170,16 @@ def node(client):
 
 @pytest.fixture(scope="module")
 def io(client, node):
-    pub = client.publisher(JointState, f"/{node.ns}/joint_states", qos_profile_sensor_data)
+    pub = client.publisher(JointState, f"/{node.ns}/joint_states")       # reliable (QOS_RELIABLE)
     rec = client.record(JointState, node.topic("gravity_torques_state"))
     return pub, rec
+
+
+@pytest.fixture(scope="module")
+def streamer(io):
+    s = Stream(*io)
+    yield s
+    s.close()
 
 
 def gravity_answer(io, q):
@@ -152,21 +218,26 @@ def test_joint_states_without_efforts_give_a_clear_error(client, node, io, model
 
 
 @pytest.fixture(scope="module")
-def excited(client, node, io, models):
-    """Stream STREAM_S s of the excitation with the true model's efforts (+ noise), then ask (apply
-    false) at once: (response, monotonic time of the answer)."""
+def excited(client, node, streamer, models):
+    """The excitation with the true model's efforts (+ noise) streamed from here on (until
+    another test plays something else), STREAM_S s of it answered, then an ask (apply
+    false): the response.  The stream goes on during the asks, so that whenever a test asks
+    (however long the machine makes it wait) its window holds the excitation."""
     _, true = models
-    t = np.arange(int(STREAM_S * RATE)) / RATE
-    q, v, a = excitation(t)
-    tau = rbd.rnea(true, q, v, a) + NOISE * np.random.default_rng(19).standard_normal(q.shape)
-    stream(io[0], q, v, tau)
-    r = ask(client, node)
-    return r, time.monotonic()
+    noise = np.random.default_rng(19)
+
+    def samples(t):
+        q, v, a = excitation(t)
+        return q, v, rbd.rnea(true, q, v, a) + NOISE * noise.standard_normal(q.shape)
+
+    streamer.play(samples)
+    assert streamer.wait_answered(int(STREAM_S * RATE)), "the node does not answer the stream"
+    return ask(client, node)
 
 
 def test_the_payload_is_estimated_from_the_recent_joint_states(client, node, io, models, excited):
     nominal, _ = models
-    r, _ = excited
+    r = excited
     assert r.success, r.message
     dm, dc = payload_error(r)
     assert dm <= 0.02 and dc <= 3e-3, (r.payload, r.message)
@@ -201,18 +272,38 @@ def test_apply_makes_the_gravity_torques_the_true_models(client, node, io, model
     assert dm <= 0.02 and dc <= 3e-3, (r2.payload, r2.message)
 
 
-def test_a_robot_at_rest_is_too_little_excitation(client, node, io, models):
+def test_a_robot_at_rest_is_too_little_excitation(client, node, streamer, models):
     _, true = models
-    n = int(2.0 * RATE)
-    q = np.tile(Q0, (n, 1))
-    z = np.zeros_like(q)
-    stream(io[0], q, z, rbd.rnea(true, q, z, z), t0=T0 + 100.0)
-    r = ask(client, node, seconds=1.5)
+    g = rbd.gravity(true, Q0)
+
+    def at_rest(t):
+        q = np.tile(Q0, (len(t), 1))
+        return q, np.zeros_like(q), np.tile(g, (len(t), 1))
+
+    # The ask's window is the last REST_S s of receive time; the filter works on header
+    # stamps (1 / RATE apart) and keeps MIN_SAMPLES only from >= 1.3 s of them, however
+    # slowly a loaded machine lets the stream go.  Once WINDOW + 1 samples at rest are
+    # answered the node has received every sample of the excitation (at most WINDOW are
+    # unanswered), at t1; then eventually REST_S s have passed since t1 and the last
+    # REST_S - 1 s (a second for the answers' way back) hold REST_N answered samples at
+    # rest (REST_N / RATE = 1.6 s of stamps): the window holds those and no other.
+    streamer.play(at_rest)
+    assert streamer.wait_answered(Stream.WINDOW + 1), "the node does not answer the stream"
+    t1 = time.monotonic()
+
+    def window_at_rest():
+        now = time.monotonic()
+        return now >= t1 + REST_S and streamer.answered_since(now - (REST_S - 1.0)) >= REST_N
+
+    assert wait_for(window_at_rest, timeout=300, period=0.05), \
+        f"{streamer.answered} samples at rest answered, {streamer.answered_since(time.monotonic() - REST_S + 1.0)} " \
+        f"in the last {REST_S - 1.0:g} s"
+    r = ask(client, node, seconds=REST_S)
     assert not r.success and not r.applied
     assert "too little excitation" in r.message and "condition number" in r.message, r.message
     r = ask(client, node, seconds=0.5)        # shorter than the filter's edges
     assert not r.success and r.message.startswith("seconds: "), r.message
-    assert wait_for(lambda: node.alive(), timeout=1.0), node.log()
+    assert wait_for(lambda: node.alive(), timeout=60), node.log()
 
 
 # ------------------------------------------------------------------ the window itself (ROS-free)

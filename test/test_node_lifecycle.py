@@ -51,7 +51,7 @@ def test_double_sigint_when_running_exits_cleanly(client, gap):
         rec = client.record(JointState, node.topic("gravity_torques_state"))
         pub = client.publisher(JointState, f"/{node.ns}/joint_states")
         q0 = np.linspace(-0.4, 0.4, 7)
-        _, got = publish_until(pub, lambda: joint_state(ARM_JOINTS, q0, np.zeros(7)), rec, timeout=20)
+        _, got = publish_until(pub, lambda: joint_state(ARM_JOINTS, q0, np.zeros(7)), rec, timeout=60)
         assert got is not None, node.log()   # the node computes: callbacks are running
         with JointStateStream(pub, q0):
             time.sleep(0.2)
@@ -59,7 +59,7 @@ def test_double_sigint_when_running_exits_cleanly(client, gap):
         log = node.log()
         assert code == 0, log
         assert "Traceback" not in log and "KeyboardInterrupt" not in log and "FATAL" not in log, log
-        assert wait_for(lambda: not any(_alive(k) for k in kids), timeout=10), log
+        assert wait_for(lambda: not any(_alive(k) for k in kids), timeout=60), log
     finally:
         node.stop()
 
@@ -74,7 +74,7 @@ def test_double_sigint_during_start_up_exits_cleanly(client):
         log = node.log()
         assert code == 0, log
         assert "Traceback" not in log, log
-        assert wait_for(lambda: not any(_alive(k) for k in kids), timeout=10), log
+        assert wait_for(lambda: not any(_alive(k) for k in kids), timeout=60), log
     finally:
         node.stop()
 
@@ -90,19 +90,13 @@ def test_crashed_worker_is_restarted(client):
             assert wait_for(lambda k=k: node.log().count("services ready") == k + 2, timeout=90), \
                 node.log()
             assert "service worker exited with code -9; restarting it" in node.log()
-            (new_pid,) = node.children()
-            assert new_pid != pid
+            kids = wait_for(lambda: (lambda c: c if len(c) == 1 else None)(node.children()), timeout=30)
+            assert kids and kids[0] != pid, (kids, pid)
             # the killed worker's service may linger in the DDS graph until its lease ends,
-            # so a request can go out before the new server is matched: ask again then
-            resp = None
-            for _ in range(10):
-                try:
-                    resp = client.call(InverseDynamics, node.topic("inverse_dynamics"), req,
-                                       timeout=5)
-                    break
-                except TimeoutError:
-                    continue
-            assert resp is not None, node.log()
+            # so a request can go out before the new server is matched: it is sent again
+            # every 0.5 s (an ID request answered twice is one answer) until one is answered
+            resp = client.call(InverseDynamics, node.topic("inverse_dynamics"), req, timeout=90,
+                               resend_after=0.5)
             assert resp.success and len(resp.effort) == 7, resp.message
         assert node.alive()
     finally:
@@ -140,7 +134,7 @@ def test_stopping_a_worker_that_still_compiles_ends_it_at_once(tmp_path, monkeyp
     log = _Log()
     w = _arm_worker(log, str(tmp_path), monkeypatch)
     proc = w.proc
-    assert wait_for(lambda: os.path.exists(f"/proc/{proc.pid}") and not w.ready, timeout=10)
+    assert wait_for(lambda: os.path.exists(f"/proc/{proc.pid}") and not w.ready, timeout=60)
     t0 = time.monotonic()
     w.stop(timeout=60.0)
     took = time.monotonic() - t0

@@ -139,7 +139,7 @@ def test_held_state_requester_waits_matches_ids_and_times_out():
     th = threading.Thread(target=lambda: got.update(req()))
     req.timeout = 30.0
     th.start()
-    assert wait_for(lambda: len(sent) == 2, timeout=10)
+    assert wait_for(lambda: len(sent) == 2, timeout=60)
     assert protocol.parse_event(sent[1]) == {"event": "state_request", "id": 2}
     req.deliver(2, {"names": ["a"], "positions": [1.0], "age_s": 0.0})
     th.join(10)

@@ -98,15 +98,11 @@ from ros_harness import (  # noqa: E402
     ROOT,
     DiagnosticArray,
     JointState,
-    JointStateStream,
     NodeProcess,
+    PingPong,
     Recorder,
     diagnostics_of,
-    joint_state,
-    per_quarter,
-    publish_until,
     read_arm_urdf,
-    stamp_key,
     unique_ns,
     wait_for,
 )
@@ -199,11 +195,11 @@ def test_missing_derivatives_refused(client, node, relay, field):
     Q2, V2, A2 = random_states(3, 17)
     assert relay.send(make_trajectory(ARM_JOINTS, Q2, V2, A2)) is not None, node.log()
     assert not any(len(m.points) == 13 for m in relay.rec.snapshot()[0][n0:])
-    assert wait_for(lambda: f"points[5].{field} missing" in node.log(), timeout=5), node.log()
+    assert wait_for(lambda: f"points[5].{field} missing" in node.log(), timeout=60), node.log()
     assert "refused, nothing relayed" in node.log()
     d = wait_for(lambda: (lambda s: s if s and int(s.get("trajectories_refused", 0)) >= 1
                           and int(s["trajectories_relayed"]) >= 1 else None)(
-        diagnostics_of(diag, node.fqn)), timeout=10)
+        diagnostics_of(diag, node.fqn)), timeout=60)
     assert d, diagnostics_of(diag, node.fqn)
 
 
@@ -220,7 +216,7 @@ def test_service_refusals_are_not_relayed(client, node, relay):
     assert relay.send(make_trajectory(ARM_JOINTS, Q2, V2, A2)) is not None, node.log()
     assert not any(len(m.points) == 11 for m in relay.rec.snapshot()[0][n0:])
     assert wait_for(lambda: "unknown joint 'elbow'" in node.log() and "is nan" in node.log(),
-                    timeout=5), node.log()
+                    timeout=60), node.log()
 
 
 @pytest.mark.parametrize("service_process", [True, False])
@@ -244,70 +240,40 @@ def test_remap_to_controller_topic(client, service_process):
         n.stop()
 
 
-def _relay_10k_with_stream(client, node, rec, pub, q0):
-    """One run: a caller process sends a 10 000-point trajectory through the relay while
-    this process publishes joint states at 500 Hz.  Returns (result, sent, msgs)."""
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    caller = subprocess.Popen([sys.executable, os.path.abspath(__file__), node.fqn, "10000"],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-    line = caller.stdout.readline().strip()
-    assert line == "ready", line
-    try:
-        with JointStateStream(pub, q0) as stream:
-            sent = stream.sent
-            time.sleep(0.5)
-            caller.stdin.write("go\n")
-            caller.stdin.flush()
-            result = json.loads(caller.stdout.readline())
-            t_after = time.monotonic()  # sentinel: an input sent after the relay is answered
-            assert wait_for(lambda: any(sent.get(stamp_key(m.header.stamp), 0) > t_after + 0.1
-                                        for m in rec.snapshot()[0][-20:]), timeout=10)
-    finally:
-        caller.wait(30)
-    return result, dict(sent), rec.snapshot()[0]
-
-
 def test_stream_keeps_flowing_during_10k_relay(client, node):
-    """500 Hz joint states while another process sends a 10 000-point trajectory through
-    the relay: (nearly) every input sent meanwhile is answered, in every quarter of the
-    relay.  No timing bounds (those belong to a benchmark)."""
+    """Joint states while another process sends a 10 000-point trajectory through the
+    relay (in the node's worker process): inputs sent after the relay began are answered
+    before the relayed trajectory arrived.  The inputs go one at a time, each once the one
+    before is answered (ros_harness.PingPong: nothing queues, so a loaded machine slows
+    the exchange but loses nothing); the relay's CPU work (2 MB (de)serialised in three
+    processes) and a round trip (two wake-ups) are slowed alike by a busy machine, so no
+    bound is on the wall clock.  Latency belongs to a benchmark."""
     rec = client.record(JointState, node.topic("gravity_torques_state"))
     pub = client.publisher(JointState, f"/{node.ns}/joint_states")
     q0 = np.linspace(-0.4, 0.4, 7)
-    _, got = publish_until(pub, lambda: joint_state(ARM_JOINTS, q0, np.zeros(7)), rec,
-                           timeout=20)
-    assert got is not None
     # (this process does not subscribe to ~/trajectory_out here: the relay fixture closes its
-    # recorder after each test, and converting the 2 MB result would starve the sender)
-    # precondition, not the property: this process's own 500 Hz sender kept pace in every
-    # quarter of the relay.  On a saturated 2-core machine (caller, worker, node and this
-    # process) it can itself be starved for a quarter (seen in CI: 19 of ~63 sent), and
-    # then the node's depth-5 best-effort queue keeps only the newest of a burst, which
-    # says nothing about the node; measure again then.
-    for _attempt in range(3):
-        result, sent, msgs = _relay_10k_with_stream(client, node, rec, pub, q0)
-        assert result["success"], result
-        assert result["points"] == 10_000 and result["max_err"] <= TOL, result
-        t0, t1 = result["t_start"], result["t_end"]
-        answered = [sent[stamp_key(m.header.stamp)] for m in msgs
-                    if stamp_key(m.header.stamp) in sent]
-        during = [t for t in answered if t0 <= t <= t1]
-        n_sent = sum(1 for t in sent.values() if t0 <= t <= t1)
-        quarters = per_quarter(t0, t1, sent.values(), during)
-        print(f"10k-point relay {result['call_s'] * 1e3:.0f} ms; stream meanwhile: "
-              f"{len(during)}/{n_sent} answered; per quarter (sent, answered) {quarters}")
-        paced = min(n for n, _ in quarters) >= 0.5 * (t1 - t0) / 4 / 0.002
-        if paced:
-            break
-    assert result["call_s"] > 0.05      # real work, so the checks below mean something
-    assert paced, quarters
-    # best effort (sensor-data QoS, depth 5) loses inputs while the 2-core machine is
-    # saturated by (de)serialising 2 MB in three processes (measured: 90-100 % answered,
-    # 50 % with a soak benchmark running alongside); what must not happen is a stalled
-    # quarter (a control thread blocked for the whole relay)
-    assert len(during) >= 0.4 * n_sent, (len(during), n_sent)
-    for k, (n_k, got_k) in enumerate(quarters):
-        assert got_k >= 0.2 * n_k, (k, got_k, n_k)
+    # recorder after each test, and converting the 2 MB result would hold its GIL)
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    caller = subprocess.Popen([sys.executable, os.path.abspath(__file__), node.fqn, "10000"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        line = caller.stdout.readline().strip()
+        assert line == "ready", line
+        with PingPong(pub, rec, q0) as pp:
+            assert wait_for(lambda: len(pp.trips) >= 3, timeout=60), "the node does not answer"
+            caller.stdin.write("go\n")
+            caller.stdin.flush()
+            result = json.loads(caller.stdout.readline())
+            assert result["success"], result
+            assert pp.wait_trip_after(result["t_end"]), (len(pp.trips), pp.lost)   # the sentinel
+    finally:
+        caller.wait(60)
+    assert result["points"] == 10_000 and result["max_err"] <= TOL, result
+    during = pp.within(result["t_start"], result["t_end"])
+    print(f"10k-point relay {result['call_s'] * 1e3:.0f} ms; {len(during)} round trips inside it; "
+          f"{len(pp.trips)} answered, {len(pp.lost)} lost in all")
+    # a control path blocked for the relay answers none inside it
+    assert len(during) >= 3, (len(during), result["call_s"])
 
 
 def test_check_derivatives_names_the_first_bad_point():

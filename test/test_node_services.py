@@ -17,8 +17,8 @@ from ros_harness import (
     JointState,
     JointStateStream,
     NodeProcess,
+    PingPong,
     joint_state,
-    per_quarter,
     publish_until,
     stamp_key,
     unique_ns,
@@ -303,20 +303,16 @@ def reliable_node(client):
 
 
 def stream_during_10k_trajectory(client, node):
-    """500 Hz joint states while another process asks for a 10 000-point ID trajectory.
+    """(the benchmark below) 500 Hz joint states while another process asks for a 10 000-point ID trajectory.
     Returns the caller's result, {stamp: send time}, the outputs received with their
     receive times."""
     rec = client.record(JointState, node.topic("gravity_torques_state"))
     pub = client.publisher(JointState, f"/{node.ns}/joint_states")
     q0 = np.linspace(-0.4, 0.4, 7)
     sent, got = publish_until(pub, lambda: joint_state(ARM_JOINTS, q0, np.zeros(7)), rec,
-                              timeout=20)
+                              timeout=60)
     assert got is not None
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    caller = subprocess.Popen([sys.executable, os.path.join(ROOT, "test", "service_caller.py"),
-                               node.fqn, "10000", "50"], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, env=env)
-    assert caller.stdout.readline().strip() == "ready"
+    caller = _caller(node)
     with JointStateStream(pub, q0) as stream:
         sent = stream.sent
         time.sleep(0.5)
@@ -327,7 +323,7 @@ def stream_during_10k_trajectory(client, node):
         # answered (reliable: everything before it was delivered by then)
         t_after = time.monotonic()
         wait_for(lambda: any(sent.get(stamp_key(m.header.stamp), 0) > t_after + 0.1
-                             for m in rec.snapshot()[0][-20:]), timeout=10)
+                             for m in rec.snapshot()[0][-20:]), timeout=60)
     caller.wait(30)
     assert result["success"], result
     assert result["points"] == 10_000 and result["max_err"] <= TOL, result
@@ -343,34 +339,56 @@ def _during(result, sent, msgs, times):
     return t0, t1, pairs, n_sent
 
 
+def _caller(node):
+    """A process that asks ``node`` for a 10 000-point ID trajectory once told "go" on its
+    stdin (test/service_caller.py), started and ready."""
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    caller = subprocess.Popen([sys.executable, os.path.join(ROOT, "test", "service_caller.py"),
+                               node.fqn, "10000", "50"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, env=env)
+    assert caller.stdout.readline().strip() == "ready"
+    return caller
+
+
+# answered round trips that must fall inside the 10k call: a control path blocked for
+# the call (services in the node's own thread, or waiting on the worker) answers none
+TRIPS_DURING_CALL = 3
+
+
 @pytest.mark.parametrize("qos", ["best_effort", "reliable"])
 def test_stream_keeps_flowing_during_10k_trajectory(client, qos, request):
     """The torque stream keeps flowing while another process asks for a 10 000-point ID
-    trajectory: (nearly) every input sent during the call is answered, in every quarter
-    of the call.  Best effort (sensor-data QoS, depth 5) may lose a few inputs while the
-    machine (2 cores) is busy with the query -- the newest state is what matters.  No
-    timing bounds here: those are in test_stream_latency_during_10k_trajectory (-m perf).
-    The services run in a worker process (default service_process: true)."""
+    trajectory (the services run in the node's worker process, default service_process:
+    true): joint states sent one at a time, each once the one before is answered
+    (ros_harness.PingPong: nothing queues, so a loaded machine slows the exchange but
+    loses nothing), and inputs sent after the call began are answered before it ended.
+    Both sides of that comparison are slowed alike by a busy machine (the call is
+    seconds of CPU in three processes, a round trip two wake-ups), so no bound is on the
+    wall clock; the latency and the stream's gaps are a benchmark
+    (test_stream_latency_during_10k_trajectory, -m perf)."""
     node = request.getfixturevalue("node" if qos == "best_effort" else "reliable_node")
-    # precondition, not the property: this process's own 500 Hz sender kept pace during the
-    # call (on a loaded 2-core machine it can itself be starved; then measure again)
-    for _attempt in range(3):
-        result, sent, msgs, times = stream_during_10k_trajectory(client, node)
-        t0, t1, pairs, n_sent = _during(result, sent, msgs, times)
-        print(f"[{qos}] 10k-point ID call {result['call_s'] * 1e3:.0f} ms; stream during the call: "
-              f"{len(pairs)}/{n_sent} answered")
-        if n_sent >= 0.8 * result["call_s"] / 0.002:
-            break
-    assert result["call_s"] > 0.05  # the query was real work, so the checks mean something
-    assert n_sent >= 0.8 * result["call_s"] / 0.002
-    # reliable: nearly every input.  Best effort (depth 5) drops the older of a burst
-    # whenever the node is descheduled for 10 ms, and this 2-core machine runs four busy
-    # processes during the call (measured 88-99 % answered, CI 95 %); a control thread
-    # blocked for the call (or a quarter) would answer ~5 inputs, so these bars still tell
-    reliable = qos == "reliable"
-    assert len(pairs) >= (0.95 if reliable else 0.75) * n_sent, (len(pairs), n_sent)
-    for k, (n_k, got_k) in enumerate(per_quarter(t0, t1, sent.values(), [ts for ts, _ in pairs])):
-        assert got_k >= (0.5 if reliable else 0.3) * n_k, (k, got_k, n_k)  # not stalled
+    rec = client.record(JointState, node.topic("gravity_torques_state"))
+    pub = client.publisher(JointState, f"/{node.ns}/joint_states")
+    q0 = np.linspace(-0.4, 0.4, 7)
+    caller = _caller(node)
+    try:
+        with PingPong(pub, rec, q0) as pp:
+            assert wait_for(lambda: len(pp.trips) >= 3, timeout=60), "the node does not answer"
+            caller.stdin.write("go\n")
+            caller.stdin.flush()
+            result = json.loads(caller.stdout.readline())
+            # the sentinel: the exchange went on after the call
+            assert pp.wait_trip_after(result["t_end"]), (len(pp.trips), pp.lost)
+    finally:
+        caller.wait(60)
+    assert result["success"], result
+    assert result["points"] == 10_000 and result["max_err"] <= TOL, result
+    during = pp.within(result["t_start"], result["t_end"])
+    print(f"[{qos}] 10k-point ID call {result['call_s'] * 1e3:.0f} ms; {len(during)} round trips "
+          f"inside it; {len(pp.trips)} answered, {len(pp.lost)} lost in all")
+    assert len(during) >= TRIPS_DURING_CALL, (len(during), result["call_s"])
+    if qos == "reliable":
+        assert pp.lost == []            # reliable: every input answered
 
 
 @pytest.mark.perf

@@ -89,7 +89,7 @@ class Node:
             code = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             code = "timeout"
-        wait_for(lambda: not any(_alive(k) for k in self.seen_children), timeout=10)
+        wait_for(lambda: not any(_alive(k) for k in self.seen_children), timeout=60)
         left = [k for k in self.seen_children if _alive(k)]
         return code, self.log(), left
 
@@ -162,7 +162,7 @@ def test_sigint_during_a_cold_compile(group):
             line = next(x for x in node.log().splitlines() if "compiling the control-path kernels" in x)
             text = line.split("]: ", 1)[1].rstrip()
             assert text == warmup.first_start_line("control-path", warmup.CONTROL_PATH_S) and len(text) <= 80
-            assert wait_for(lambda: _helper_of(node), timeout=10), node.log()
+            assert wait_for(lambda: _helper_of(node), timeout=60), node.log()
             time.sleep(1.0)   # both processes are compiling now
             assert _helper_of(node) and "kernels ready" not in node.log(), node.log()
             node.interrupt(group=group)

@@ -14,6 +14,7 @@ from ros_harness import (
     diagnostics_of,
     joint_state,
     next_stamp,
+    publish_answered,
     publish_until,
     read_arm_urdf,
     stamp_key,
@@ -48,8 +49,9 @@ def expected(model, names_in, q_in, v_in, out_names):
     return g, b, H
 
 
-def assert_outputs_match(rec, g, b, H, names, timeout=5.0):
-    """Every output topic's latest message equals the core result (<= 1e-9)."""
+def assert_outputs_match(rec, g, b, H, names, timeout=60.0):
+    """Every output topic's latest message equals the core result (<= 1e-9), eventually:
+    each topic is its own DDS writer, so one can lag the others on a loaded machine."""
     n = len(names)
     assert wait_for(lambda: rec["g"].latest() is not None and close_abs(array_of(rec["g"].latest()), g),
                     timeout), (rec["g"].latest(), g)
@@ -63,10 +65,8 @@ def assert_outputs_match(rec, g, b, H, names, timeout=5.0):
     assert [d.size for d in dims] == [n, n]
     assert [d.stride for d in dims] == [n * n, n]
     assert hmsg.layout.data_offset == 0
-    # (the JointState twin comes on its own subscription: wait for it as for the others)
-    assert wait_for(lambda: rec["bs"].latest() is not None and close_abs(np.asarray(rec["bs"].latest().effort), b),
-                    timeout), (rec["bs"].latest(), b)
-    assert list(rec["bs"].latest().name) == list(names)
+    assert wait_for(lambda: rec["bs"].latest() is not None and list(rec["bs"].latest().name) == list(names)
+                    and close_abs(np.asarray(rec["bs"].latest().effort), b), timeout), (rec["bs"].latest(), b)
 
 
 def sentinel(pub, make_msg, rec, timeout=20):
@@ -123,7 +123,7 @@ def test_description_topic_before_and_after_start_hot_swap(client):
         assert np.max(np.abs(g2 - g)) > 0.1
         desc_pub.publish(type(desc_pub.msg_type())(data=urdf2))
         ok = wait_for(lambda: (js_pub.publish(joint_state(ARM_JOINTS, q, v)) or True)
-                      and close_abs(array_of(rec["g"].latest()), g2), timeout=15, period=0.02)
+                      and close_abs(array_of(rec["g"].latest()), g2), timeout=60, period=0.02)
         assert ok, node.log()
         assert_outputs_match(rec, g2, b2, H2, ARM_JOINTS)
 
@@ -132,12 +132,12 @@ def test_description_topic_before_and_after_start_hot_swap(client):
                     '<parent link="a"/><child link="nowhere"/></joint></robot>',
                     "this is not xml"):
             desc_pub.publish(type(desc_pub.msg_type())(data=bad))
-            assert wait_for(lambda: node.log().count("rejected") >= 1, timeout=10), node.log()
-        assert wait_for(lambda: node.log().count("rejected") >= 2, timeout=10), node.log()
+            assert wait_for(lambda: node.log().count("rejected") >= 1, timeout=60), node.log()
+        assert wait_for(lambda: node.log().count("rejected") >= 2, timeout=60), node.log()
         assert "keeping model 'rbd_arm7_payload'" in node.log()
         for _ in range(5):
             sent, got = publish_until(js_pub, lambda: joint_state(ARM_JOINTS, q, v), rec["gs"],
-                                      timeout=10)
+                                      timeout=60)
             assert got is not None and close_abs(np.asarray(got.effort), g2)
         assert node.alive()
     finally:
@@ -181,25 +181,33 @@ def test_partial_multi_publisher_reordered_missing_stale(client, arm_node):
         pub_arm.publish(m)
         time.sleep(0.01)
     d = wait_for(lambda: (lambda d: d if d and int(d["waiting_for_state"]) >= 30 else None)(
-        diagnostics_of(node.diag, node.fqn)), timeout=5)
+        diagnostics_of(node.diag, node.fqn)), timeout=30)
     assert d, diagnostics_of(node.diag, node.fqn)
     assert d["_message"].startswith("waiting for joint states: never received ['joint6', "
                                     "'joint7']"), d
 
-    # the wrist publisher (no velocities) completes the state; the arm message triggers.
-    # These arm messages are the sentinel: none of the earlier ones got an output.
-    pub_wrist.publish(joint_state(wrist_names, q_wrist))
+    # the wrist publisher (no velocities) completes the state; an arm message then triggers
+    # (and so may a wrist message that arrives after an arm one: two writers' messages have
+    # no order between them).  These are the sentinel: none of the earlier ones got an output.
+    wrist_sent = set()
+
+    def wrist(q):
+        m = joint_state(wrist_names, q)
+        wrist_sent.add(stamp_key(m.header.stamp))
+        return m
+
+    pub_wrist.publish(wrist(q_wrist))
     time.sleep(0.05)
 
     def both():
-        pub_wrist.publish(joint_state(wrist_names, q_wrist))
+        pub_wrist.publish(wrist(q_wrist))
         return joint_state(arm_names, q_arm, v_arm)
 
     good, got = sentinel(pub_arm, both, rec["gs"])
     assert got is not None, node.log()
     assert answered(rec["gs"], stamps) == []
     msgs, _ = rec["gs"].snapshot()
-    assert msgs and all(stamp_key(m.header.stamp) in good for m in msgs)
+    assert msgs and all(stamp_key(m.header.stamp) in set(good) | wrist_sent for m in msgs)
     names = arm_names + wrist_names
     g, b, H = expected(model, names, np.r_[q_arm, q_wrist], np.r_[v_arm, 0, 0], node.out_order)
     assert list(got.name) == node.out_order
@@ -207,15 +215,23 @@ def test_partial_multi_publisher_reordered_missing_stale(client, arm_node):
     assert_outputs_match(rec, g, b, H, node.out_order)
     assert node.log().count("without velocities") == 1
 
-    # a later wrist message updates only the wrist joints (latest value per joint wins)
+    # a later wrist message updates only the wrist joints (latest value per joint wins);
+    # an arm message goes just before each (the arm is fresh, whatever the wait since), and
+    # the wrist message answered is the last one sent: no wrist message is in flight after
     q_wrist2 = q_wrist + 0.3
-    sent, got = publish_until(pub_wrist, lambda: joint_state(wrist_names, q_wrist2), rec["gs"],
-                              timeout=10)
+
+    def wrist2():
+        pub_arm.publish(joint_state(arm_names, q_arm, v_arm))
+        return joint_state(wrist_names, q_wrist2)
+
+    sent, got = publish_answered(pub_wrist, wrist2, rec["gs"], timeout=60)
     g2, b2, H2 = expected(model, names, np.r_[q_arm, q_wrist2], np.r_[v_arm, 0, 0],
                           node.out_order)
     assert got is not None and close_abs(np.asarray(got.effort), g2)
 
-    # stale: the wrist stops for longer than max_state_age (0.3 s) -> no output
+    # stale: the wrist stops for longer than max_state_age (0.3 s) -> no output.  The node
+    # took the last wrist message before it answered it: every arm message from here on
+    # reaches it more than 0.6 s after that, however busy the machine
     time.sleep(0.6)
     stamps = []
     for _ in range(20):
@@ -224,7 +240,7 @@ def test_partial_multi_publisher_reordered_missing_stale(client, arm_node):
         pub_arm.publish(m)
         time.sleep(0.01)
     # ... and it resumes when the wrist does (the sentinel): the stale ones got nothing
-    good, got = sentinel(pub_arm, both, rec["gs"], timeout=10)
+    good, got = sentinel(pub_arm, both, rec["gs"], timeout=60)
     assert got is not None and close_abs(np.asarray(got.effort), g)
     assert answered(rec["gs"], stamps) == []
 
@@ -232,7 +248,7 @@ def test_partial_multi_publisher_reordered_missing_stale(client, arm_node):
     full = joint_state(ARM_JOINTS + ["finger_left"], np.r_[rng.uniform(-1, 1, 7), 0.01],
                        np.zeros(8))
     sent, got = publish_until(pub_arm, lambda: joint_state(full.name, full.position, full.velocity),
-                              rec["gs"], timeout=10)
+                              rec["gs"], timeout=60)
     assert got is not None
     g3, _, _ = expected(model, ARM_JOINTS, full.position[:7], np.zeros(7), node.out_order)
     assert close_abs(np.asarray(got.effort), g3)
@@ -245,7 +261,7 @@ def test_garbage_joint_states_are_dropped(client, arm_node):
     pub = client.publisher(JointState, f"/{node.ns}/joint_states")
     q = np.linspace(-0.5, 0.5, 7)
     v = np.linspace(0.2, -0.2, 7)
-    sent, got = publish_until(pub, lambda: joint_state(ARM_JOINTS, q, v), rec["gs"], timeout=20)
+    sent, got = publish_until(pub, lambda: joint_state(ARM_JOINTS, q, v), rec["gs"], timeout=60)
     assert got is not None
     n_before = rec["gs"].count()
 
@@ -275,7 +291,7 @@ def test_garbage_joint_states_are_dropped(client, arm_node):
             pub.publish(m)
             time.sleep(0.02)
     # a good message afterwards (the sentinel, same publisher) works and equals the core
-    good, got = sentinel(pub, lambda: joint_state(ARM_JOINTS, q, v), rec["gs"], timeout=10)
+    good, got = sentinel(pub, lambda: joint_state(ARM_JOINTS, q, v), rec["gs"], timeout=60)
     g_ok, _, _ = expected(model, ARM_JOINTS, q, v, node.out_order)
     assert got is not None and close_abs(np.asarray(got.effort), g_ok)
     # no output at all came from the garbage: every output since is a sentinel's
@@ -287,7 +303,7 @@ def test_garbage_joint_states_are_dropped(client, arm_node):
     assert all(np.all(np.isfinite(array_of(x))) for x in gmsgs)
     assert node.alive()
     d = wait_for(lambda: (lambda d: d if d and int(d.get("dropped_size_mismatch", 0)) >= 6
-                          else None)(diagnostics_of(node.diag, node.fqn)), timeout=5)
+                          else None)(diagnostics_of(node.diag, node.fqn)), timeout=60)
     assert d, diagnostics_of(node.diag, node.fqn)
     assert int(d["dropped_non_finite"]) >= 6
     assert int(d["dropped_out_of_range"]) >= 3

@@ -101,7 +101,7 @@ class Responder:
 def loop(sim, client):
     proc, ns = sim
     r = Responder(client, ns)
-    assert wait_for(lambda: len(r.states) > 100, timeout=30), proc.log()
+    assert wait_for(lambda: len(r.states) > 100, timeout=60), proc.log()
     return r
 
 
@@ -111,7 +111,7 @@ def test_joint_states_rate_and_content(loop, sim, client):
     # a deep queue of its own: the responder keeps only the newest state
     rec = client.record(JointState, f"{ns}/joint_states",
                         QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE))
-    assert wait_for(lambda: rec.count() > 10, timeout=10)
+    assert wait_for(lambda: rec.count() > 10, timeout=60)
     n0 = rec.count()
     time.sleep(2.0)
     got = rec.snapshot()[0][n0:]
@@ -120,11 +120,12 @@ def test_joint_states_rate_and_content(loop, sim, client):
     assert all(len(m.position) == len(m.velocity) == len(m.effort) == 7 for m in got)
     stamps = np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in got])
     assert np.all(np.diff(stamps) >= 0)
-    # rate by the driver's own stamps (what arrives here can lag behind under load)
+    # the period by the driver's own stamps (what arrives here can lag behind under load);
+    # the median: a stall of the driver (it resyncs to the clock) makes a few long ones
     span = stamps[-1] - stamps[0]
-    rate = (len(stamps) - 1) / span
-    print(f"joint_states: {len(got)} in {span:.3f} s of stamps = {rate:.0f} Hz")
-    assert 0.8 * RATE < rate < 1.05 * RATE
+    period = float(np.median(np.diff(stamps)))
+    print(f"joint_states: {len(got)} in {span:.3f} s of stamps; median period {period * 1e3:.3f} ms")
+    assert 0.95 / RATE < period < 1.05 / RATE
 
 
 def test_arm_sags_without_command(loop):
@@ -154,17 +155,22 @@ def _gravity_law(q, v):
 
 def test_stale_command_falls_to_zero_effort(loop):
     loop.set_law(_settle_law(Q0))          # near Q0, where gravity loads the shoulder
-    wait_for(lambda: float(np.max(np.abs(loop.latest()[1] - np.asarray(Q0)))) < 0.05, timeout=10.0)
+    wait_for(lambda: float(np.max(np.abs(loop.latest()[1] - np.asarray(Q0)))) < 0.05, timeout=60)
     loop.set_law(_gravity_law)
     time.sleep(0.3)
     # sentinel: the gravity effort is being applied
-    assert wait_for(lambda: float(np.max(np.abs(loop.latest()[3]))) > 30.0, timeout=3)
+    assert wait_for(lambda: float(np.max(np.abs(loop.latest()[3]))) > 30.0, timeout=60)
     loop.set_law(None)
     t = time.monotonic()
-    assert wait_for(lambda: any(np.all(s[3] == 0.0) for s in loop.since(t)), timeout=TIMEOUT + 2.0)
-    time.sleep(0.6)
+    assert wait_for(lambda: any(np.all(s[3] == 0.0) for s in loop.since(t)), timeout=60)
     got = loop.since(t)
     first_zero = next(i for i, s in enumerate(got) if np.all(s[3] == 0.0))
+    # the arm, at rest before, falls once the effort is zero (offline, test_oracle_mujoco's
+    # model: 0.08 rad after 0.1 s, 0.93 after 0.3 s); eventually: a loaded machine can slow
+    # the driver below real time (it resyncs to the clock)
+    q_zero = got[first_zero][1]
+    assert wait_for(lambda: float(np.max(np.abs(loop.latest()[1] - q_zero))) > 0.3, timeout=60)
+    got = loop.since(t)
     assert all(np.all(s[3] == 0.0) for s in got[first_zero:]), "effort came back without commands"
     stamps = np.array([s[5] for s in got])
     stale_after = stamps[first_zero] - loop.last_sent
@@ -177,9 +183,6 @@ def test_stale_command_falls_to_zero_effort(loop):
     sag = {dt: float(np.max(np.abs(got[int(np.searchsorted(stamps, t_zero + dt))][1] - got[first_zero][1])))
            for dt in (0.1, 0.3) if stamps[-1] >= t_zero + dt}
     print("sag from rest after zero effort (s: rad):", sag)
-    # offline (test_oracle_mujoco's model, no ROS): 0.08 rad after 0.1 s, 0.93 after 0.3 s;
-    # a loaded machine can drop real time (the driver resyncs), so a loose bound here
-    assert float(np.max(np.abs(got[-1][1] - got[first_zero][1]))) > 0.3
 
 
 def _diag(rec, fqn):
@@ -194,14 +197,14 @@ def test_bad_commands_dropped_and_counted(loop, sim, client):
     proc, ns = sim
     diag = client.record(DiagnosticArray, "/diagnostics")
     fqn = f"{ns}/sim_driver"
-    assert wait_for(lambda: _diag(diag, fqn), timeout=5)
+    assert wait_for(lambda: _diag(diag, fqn), timeout=60)
     d0 = _diag(diag, fqn)
     good1 = np.linspace(0.1, 0.7, 7)
     good2 = -good1
     # matched and listening: a good command shows up in the effort field
     loop.set_law(lambda q, v: good1)
     assert wait_for(lambda: np.array_equal(loop.latest()[3], good1),
-                    timeout=5)
+                    timeout=60)
     loop.set_law(None)
     bad = [[1.0] * 6, [1.0] * 8, [], [1.0, 2.0, float("nan"), 4.0, 5.0, 6.0, 7.0],
            [1.0, 2.0, 3.0, float("inf"), 5.0, 6.0, 7.0]]
@@ -209,13 +212,13 @@ def test_bad_commands_dropped_and_counted(loop, sim, client):
     for b in bad:
         loop.pub.publish(Float64MultiArray(data=b))
     loop.pub.publish(Float64MultiArray(data=list(good2)))     # the sentinel after them
-    assert wait_for(lambda: any(np.array_equal(s[3], good2) for s in loop.since(t)), timeout=5)
+    assert wait_for(lambda: any(np.array_equal(s[3], good2) for s in loop.since(t)), timeout=60)
     assert all(np.all(np.isfinite(s[3])) and not np.array_equal(s[3][:3], [1.0, 2.0, 3.0])
                for s in loop.since(t))
     want_len = int(d0["dropped_wrong_length"]) + 3
     want_nf = int(d0["dropped_not_finite"]) + 2
     assert wait_for(lambda: int(_diag(diag, fqn)["dropped_wrong_length"]) == want_len
-                    and int(_diag(diag, fqn)["dropped_not_finite"]) == want_nf, timeout=3), _diag(diag, fqn)
+                    and int(_diag(diag, fqn)["dropped_not_finite"]) == want_nf, timeout=60), _diag(diag, fqn)
     d = _diag(diag, fqn)
     print("diagnostics:", d)
     assert int(d["commands_in"]) > int(d0["commands_in"])
@@ -228,7 +231,7 @@ def test_robot_description_published(sim, client):
     from std_msgs.msg import String
     proc, ns = sim
     rec = client.record(String, f"{ns}/robot_description", QOS_LATCHED)
-    assert wait_for(lambda: rec.count() > 0, timeout=5)
+    assert wait_for(lambda: rec.count() > 0, timeout=60)
     assert rec.latest().data.strip() == open(ARM_URDF).read().strip()
 
 
@@ -253,7 +256,7 @@ def test_joint_subset_order_and_publish_rate(client):
                             QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
         pub = client.publisher(JointState, f"/{ns}/effort_command_state")
         th.start()
-        assert wait_for(lambda: rec.count() > 5, timeout=30)
+        assert wait_for(lambda: rec.count() > 5, timeout=60)
         msgs = rec.snapshot()[0]
         assert all(list(m.name) == ["joint7", "joint2"] for m in msgs)
         assert np.all(np.diff([_ns_stamp(m) for m in msgs]) == 10_000_000)     # 100 Hz of 1 kHz
@@ -267,7 +270,7 @@ def test_joint_subset_order_and_publish_rate(client):
             cmd.header.stamp = m.header.stamp           # answers the latest state
             pub.publish(cmd)
             return False
-        assert wait_for(answered, timeout=10, period=0.05)
+        assert wait_for(answered, timeout=60, period=0.05)
     finally:
         drv.stop()
         th.join(10)
@@ -391,15 +394,15 @@ def lloop(lsim, client):
     proc, ns = lsim
     r = LockResponder(client, ns)
     r.set_law(_settle_law(Q0))
-    assert wait_for(lambda: r.pub.get_subscription_count() > 0, timeout=10)     # it will be heard
+    assert wait_for(lambda: r.pub.get_subscription_count() > 0, timeout=60)     # it will be heard
     driver = SimpleNamespace(fqn=f"{ns}/sim_driver")
     assert all(x.successful for x in set_params(client, driver, lock_step=True,
                                                   command_timeout=LS_COMMAND_TIMEOUT))
-    assert wait_for(lambda: len(r.sent) > 300, timeout=30), proc.log()
+    assert wait_for(lambda: len(r.sent) > 300, timeout=60), proc.log()
     return r
 
 
-def _at_rest(loop, vtol=1e-4, timeout=20.0):
+def _at_rest(loop, vtol=1e-4, timeout=120.0):
     return wait_for(lambda: float(np.max(np.abs(loop.latest()[2]))) < vtol, timeout=timeout)
 
 
@@ -412,7 +415,7 @@ def test_lock_step_each_state_is_made_by_the_command_for_the_one_before(lloop, l
     assert _at_rest(loop, vtol=1e-7), loop.latest()[2]
     loop.set_law(_gravity_law)
     t0 = loop.latest()[5]
-    assert wait_for(lambda: loop.latest()[5] > t0 + 1_000_000_000, timeout=30)   # 1 s simulated
+    assert wait_for(lambda: loop.latest()[5] > t0 + 1_000_000_000, timeout=60)   # 1 s simulated
     with loop.lock:
         got = [s for s in loop.states if s[5] > t0 + 10_000_000]   # (the law switch is in effect)
         sent = dict(loop.sent)
@@ -441,7 +444,7 @@ def test_lock_step_matches_commands_by_stamp_and_times_out(lloop, lsim, client):
     diag = client.record(DiagnosticArray, "/diagnostics")
     fqn = f"{ns}/sim_driver"
     loop.set_law(_gravity_law)
-    assert wait_for(lambda: _diag(diag, fqn), timeout=5)
+    assert wait_for(lambda: _diag(diag, fqn), timeout=60)
     d0 = _diag(diag, fqn)
     assert not set_params(client, driver, lock_step_timeout=0.0)[0].successful
     assert set_params(client, driver, lock_step_timeout=0.05)[0].successful
@@ -456,7 +459,7 @@ def test_lock_step_matches_commands_by_stamp_and_times_out(lloop, lsim, client):
         loop.send(stamp, ARM_JOINTS, [1.0] * 7)          # not its answer (+1 ns)
         loop.send(Time(sec=waiting[5] // 10**9, nanosec=waiting[5] % 10**9), ARM_JOINTS[:6], [2.0] * 6)
         n_zero = int(round(LS_COMMAND_TIMEOUT / 0.001)) + 5
-        assert wait_for(lambda: sum(np.all(s[3] == 0.0) for s in loop.since(0.0)[-n_zero:]) >= 5, timeout=20)
+        assert wait_for(lambda: sum(np.all(s[3] == 0.0) for s in loop.since(0.0)[-n_zero:]) >= 5, timeout=60)
         after = [s for s in loop.since(0.0) if s[5] > last]
         kinds = ["held" if np.array_equal(s[3], held) else "zero" if np.all(s[3] == 0.0) else "other"
                  for s in after]
@@ -467,7 +470,7 @@ def test_lock_step_matches_commands_by_stamp_and_times_out(lloop, lsim, client):
         assert set(kinds[:n_held]) == {"held"} and set(kinds[n_held:]) == {"zero"}, kinds
         assert n_held == int(round(LS_COMMAND_TIMEOUT / 0.001)), n_held
         assert wait_for(lambda: int(_diag(diag, fqn)["lock_step_timeouts"])
-                        >= int(d0["lock_step_timeouts"]) + len(after) - 1, timeout=5), _diag(diag, fqn)
+                        >= int(d0["lock_step_timeouts"]) + len(after) - 1, timeout=60), _diag(diag, fqn)
         d = _diag(diag, fqn)
         assert int(d["lock_step_unmatched"]) == int(d0["lock_step_unmatched"]) + 1
         assert int(d["dropped_wrong_joints"]) == int(d0["dropped_wrong_joints"]) + 1
@@ -475,7 +478,7 @@ def test_lock_step_matches_commands_by_stamp_and_times_out(lloop, lsim, client):
         last = loop.latest()
         sentinel = np.linspace(0.5, 3.5, 7)
         loop.send(Time(sec=last[5] // 10**9, nanosec=last[5] % 10**9), ARM_JOINTS, sentinel)
-        assert wait_for(lambda: any(np.array_equal(s[3], sentinel) for s in loop.since(0.0)[-50:]), timeout=5)
+        assert wait_for(lambda: any(np.array_equal(s[3], sentinel) for s in loop.since(0.0)[-50:]), timeout=60)
         assert proc.alive() and "effort command dropped: joints" in proc.log()
     finally:
         assert set_params(client, driver, lock_step_timeout=1.0)[0].successful
@@ -517,7 +520,7 @@ def test_lock_step_efforts_clamped_at_the_urdf_limits(lloop, lsim, client):
     loop.set_law(_settle_law(Q0))
     assert _at_rest(loop, vtol=1e-3)      # (settling from far away can saturate the shoulders)
     n = diag.count()                      # a status sent after that
-    assert wait_for(lambda: diag.count() > n + 1 and _diag(diag, fqn), timeout=5)
+    assert wait_for(lambda: diag.count() > n + 1 and _diag(diag, fqn), timeout=60)
     big = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 30.0, -40.0])  # joint6, joint7 beyond 12 N m
 
     def law(q, v):
@@ -525,7 +528,7 @@ def test_lock_step_efforts_clamped_at_the_urdf_limits(lloop, lsim, client):
     d0 = _diag(diag, fqn)
     t = time.monotonic()
     loop.set_law(law)
-    assert wait_for(lambda: len(loop.since(t)) > 30, timeout=10)
+    assert wait_for(lambda: len(loop.since(t)) > 30, timeout=60)
     with loop.lock:                  # (the responder appends and answers under this lock)
         sent = dict(loop.sent)
         got = [s for s in loop.states if s[0] >= t]
@@ -538,7 +541,7 @@ def test_lock_step_efforts_clamped_at_the_urdf_limits(lloop, lsim, client):
     n_over = np.sum([np.abs(cmd) >= limits for _, cmd in made], axis=0)
     assert n_over[5] == n_over[6] == len(made) and n_over[:5].sum() == 0
     assert wait_for(lambda: int(_diag(diag, fqn)["clamped_steps/joint7"])
-                    >= int(d0["clamped_steps/joint7"]) + n_over[6], timeout=5)
+                    >= int(d0["clamped_steps/joint7"]) + n_over[6], timeout=60)
     d = _diag(diag, fqn)
     print("clamped steps:", {k: v for k, v in d.items() if k.startswith("clamped")})
     assert all(int(d[f"clamped_steps/joint{i}"]) == int(d0[f"clamped_steps/joint{i}"]) for i in range(1, 6))
@@ -548,7 +551,7 @@ def test_lock_step_efforts_clamped_at_the_urdf_limits(lloop, lsim, client):
     try:
         t = time.monotonic()
         loop.set_law(law)
-        assert wait_for(lambda: any(np.abs(s[3][6]) > 12.0 for s in loop.since(t)), timeout=10)
+        assert wait_for(lambda: any(np.abs(s[3][6]) > 12.0 for s in loop.since(t)), timeout=60)
     finally:
         loop.set_law(_settle_law(Q0))
         assert set_params(client, driver, clamp_effort=True)[0].successful
@@ -563,14 +566,14 @@ def test_unstable_simulation_restarts_from_the_initial_pose(lloop, lsim, client)
     loop = lloop
     diag = client.record(DiagnosticArray, "/diagnostics")
     fqn = f"{ns}/sim_driver"
-    assert wait_for(lambda: _diag(diag, fqn), timeout=5)
+    assert wait_for(lambda: _diag(diag, fqn), timeout=60)
     assert int(_diag(diag, fqn)["sim_resets"]) == 0
     driver = SimpleNamespace(fqn=fqn)
     assert set_params(client, driver, clamp_effort=False)[0].successful     # (the limits would hold it)
     t = time.monotonic()
     try:
         loop.set_law(lambda q, v: np.full(7, 1e12))              # finite, accepted, far too large
-        assert wait_for(lambda: int(_diag(diag, fqn)["sim_resets"]) > 0, timeout=5), _diag(diag, fqn)
+        assert wait_for(lambda: int(_diag(diag, fqn)["sim_resets"]) > 0, timeout=60), _diag(diag, fqn)
     finally:
         loop.set_law(_gravity_law)
         assert set_params(client, driver, clamp_effort=True)[0].successful
@@ -626,23 +629,23 @@ def test_apply_wrench_causes_the_jacobian_transpose_torques(lloop, lsim, client)
     assert set_params(client, node, wrench_duration=0.25)[0].successful
     law = _settle_law(Q0)
     loop.set_law(law)
-    assert wait_for(lambda: float(np.max(np.abs(loop.latest()[2]))) < 1e-3, timeout=6.0)
+    assert wait_for(lambda: float(np.max(np.abs(loop.latest()[2]))) < 1e-3, timeout=60)
     rec = client.record(JointState, f"{ns}/joint_states",
                         QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE))
     qos_applied = QoSProfile(depth=10, reliability=QOS_LATCHED.reliability, durability=QOS_LATCHED.durability)
     applied = client.record(WrenchStamped, f"{ns}/sim_driver/applied_wrench", qos_applied)
     pub = client.publisher(WrenchStamped, f"{ns}/sim_driver/apply_wrench")
-    assert wait_for(lambda: rec.count() > 100 and pub.get_subscription_count() > 0, timeout=10)
+    assert wait_for(lambda: rec.count() > 100 and pub.get_subscription_count() > 0, timeout=60)
     force, torque = np.array([10.0, -4.0, 3.0]), np.array([0.0, 0.5, -0.3])
     msg = WrenchStamped()
     msg.header.frame_id = "flange"
     msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = force
     msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z = torque
     pub.publish(msg)
-    assert wait_for(lambda: applied.count() >= 2, timeout=5), proc.log()[-2000:]
+    assert wait_for(lambda: applied.count() >= 2, timeout=60), proc.log()[-2000:]
     start, end = applied.snapshot()[0][:2]
     # this client takes the states from its queue later
-    assert wait_for(lambda: _stamp(rec.latest().header.stamp) > _stamp(end.header.stamp) + 0.15, timeout=30)
+    assert wait_for(lambda: _stamp(rec.latest().header.stamp) > _stamp(end.header.stamp) + 0.15, timeout=60)
     assert start.header.frame_id == end.header.frame_id == "flange"
     assert [start.wrench.force.x, start.wrench.force.y, start.wrench.force.z] == list(force)
     assert [start.wrench.torque.x, start.wrench.torque.y, start.wrench.torque.z] == list(torque)
@@ -699,16 +702,16 @@ def test_apply_wrench_bad_messages_dropped(loop, sim, client):
     proc, ns = sim
     diag = client.record(DiagnosticArray, "/diagnostics")
     fqn = f"{ns}/sim_driver"
-    assert wait_for(lambda: _diag(diag, fqn), timeout=5)
+    assert wait_for(lambda: _diag(diag, fqn), timeout=60)
     n0 = int(_diag(diag, fqn)["wrenches_dropped"])
     pub = client.publisher(WrenchStamped, f"{ns}/sim_driver/apply_wrench")
-    assert wait_for(lambda: pub.get_subscription_count() > 0, timeout=5)
+    assert wait_for(lambda: pub.get_subscription_count() > 0, timeout=60)
     for frame, fx in (("no_such_link", 1.0), ("link0", 1.0), ("", 1.0), ("flange", float("nan"))):
         m = WrenchStamped()
         m.header.frame_id = frame
         m.wrench.force.x = fx
         pub.publish(m)
-    assert wait_for(lambda: int(_diag(diag, fqn)["wrenches_dropped"]) == n0 + 4, timeout=3), _diag(diag, fqn)
+    assert wait_for(lambda: int(_diag(diag, fqn)["wrenches_dropped"]) == n0 + 4, timeout=60), _diag(diag, fqn)
     assert "apply_wrench dropped: frame_id: 'no_such_link' is not a link" in proc.log() and proc.alive()
     # (the warning is throttled to one a second: the messages of the others, test_wrench_schedule_*)
 

@@ -360,7 +360,7 @@ class ClosedLoop(LoopProcesses):
         if not self.lock_step:
             time.sleep(seconds)
             return True
-        return self.wait_recorded(self.now() + seconds, 30.0 + 20.0 * seconds if timeout is None else timeout)
+        return self.wait_recorded(self.now() + seconds, timeout)
 
     def set_params(self, timeout=10.0, **values) -> list:
         """Set node parameters (one request); returns the list of (successful, reason)."""
@@ -431,9 +431,13 @@ class ClosedLoop(LoopProcesses):
         self._pub_wrench.publish(msg)
 
     # ------------------------------------------------------------ data
-    def wait_recorded(self, t: float, timeout=10.0) -> bool:
+    def wait_recorded(self, t: float, timeout: float | None = None) -> bool:
         """Until a joint state stamped t or later has been recorded (this process can lag
-        behind the stream on a loaded machine)."""
+        behind the stream on a loaded machine); False if none within ``timeout`` s of
+        wall-clock time (default 30 s + 20 x the seconds from now() to t: with lock_step
+        the loop is as fast as the machine lets it be)."""
+        if timeout is None:
+            timeout = 30.0 + 20.0 * max(0.0, t - self.now())
         return self._wait(lambda: self.states and self.states[-1][0] >= t, timeout, None)
 
     def window(self, t0: float, t1: float):

@@ -28,7 +28,7 @@ def reference_batch(t, **kw):
     return tuple(np.array([o[i] for o in out]) for i in range(3))
 
 
-def settle(loop, q0=Q0, tol=5e-3, vtol=5e-2, hold=0.3, timeout=30.0) -> bool:
+def settle(loop, q0=Q0, tol=5e-3, vtol=5e-2, hold=0.3, timeout=60.0) -> bool:
     """Computed torque to q0 (the driver steps from start-up on, so the arm has fallen and
     swung until the node's first command reached it) until the arm has stayed within tol
     rad of q0 and vtol rad/s of rest for `hold` s."""
