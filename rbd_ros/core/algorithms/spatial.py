@@ -413,6 +413,14 @@ def cholesky_solve(M, L, x):
                 L[i, i] = np.sqrt(s)
             else:
                 L[i, j] = s / L[j, j]
+    ll_solve(L, n, x)
+    return True
+
+
+@njit(**JIT)
+def ll_solve(L, n, x):
+    """Solve L Lᵀ y = x in place for a Cholesky factor L (the lower triangle of
+    L[:n, :n], non-zero diagonal)."""
     for i in range(n):
         s = x[i]
         for k in range(i):
@@ -423,4 +431,3 @@ def cholesky_solve(M, L, x):
         for k in range(i + 1, n):
             s -= L[k, i] * x[k]
         x[i] = s / L[i, i]
-    return True

@@ -32,7 +32,7 @@ from ..algorithms.crba import crba_into
 from ..algorithms.layout import H_NB, H_NMIM, H_NQ, H_NV, H_NVF, R_END, R_MAT, region_offsets
 from ..algorithms.ltdl import ltdl_factor, ltdl_solve_inplace
 from ..algorithms.rnea import rnea_into
-from ..algorithms.spatial import JIT
+from ..algorithms.spatial import JIT, ll_solve
 from .kinematics import kinematics
 from .layout import (
     CI_M,
@@ -55,7 +55,7 @@ from .layout import (
     O_Y,
     offsets,
 )
-from .solve import cholesky, cholesky_solve, l_sweep, lstsq_min_norm, lt_sweep
+from .solve import cholesky, l_sweep, lstsq_min_norm, lt_sweep
 
 BAD_GAINS = 101         # kp, kd or ε not a number in [0, MAX_GAIN] (the fast path's check)
 MAX_GAIN = 1e12
@@ -169,7 +169,7 @@ def cfd_into(md, ws, ci, cf, cws, q, v, tau, kp, kd, eps, qdd, lam, info):
         for s in range(m):
             K2[r, s] = K[r, s]
     if cholesky(K, m, CHOL_TOL):
-        cholesky_solve(K, m, rhs)
+        ll_solve(K, m, rhs)
         for r in range(m):
             lam[r] = rhs[r]
         info[0] = 0.0

@@ -1,6 +1,6 @@
 """Small dense solvers for the constraint kernels (compiled, in place, allocation-free).
 
-* ``cholesky`` / ``cholesky_solve``: K = L Lᵀ for the constrained forward dynamics'
+* ``cholesky``: K = L Lᵀ (solved by ``spatial.ll_solve``) for the constrained forward dynamics'
   K = J M⁻¹ Jᵀ (+ regularization), with a relative pivot test that reports a
   rank-deficient K (redundant constraints) instead of dividing by noise.
 * ``lstsq_min_norm``: the minimum-norm least-squares solution of A x ≈ b for any
@@ -46,21 +46,6 @@ def cholesky(A, n, tol):
                 s -= A[i, k] * A[j, k]
             A[i, j] = s / d
     return True
-
-
-@njit(**JIT)
-def cholesky_solve(L, n, x):
-    """Solve L Lᵀ y = x in place."""
-    for i in range(n):
-        s = x[i]
-        for k in range(i):
-            s -= L[i, k] * x[k]
-        x[i] = s / L[i, i]
-    for i in range(n - 1, -1, -1):
-        s = x[i]
-        for k in range(i + 1, n):
-            s -= L[k, i] * x[k]
-        x[i] = s / L[i, i]
 
 
 @njit(**JIT)
